@@ -1,0 +1,91 @@
+"""Opening zip-based office files (docx, pptx, xlsx) without trusting them.
+
+Sizes and compression ratios are checked from the central directory before anything is inflated, and every member
+is read through ``read_member`` which stops at the declared size, so a zip bomb costs a few bytes of reading and ends
+in ``resource_limit``. Encrypted OOXML (an OLE compound file, not a zip) is ``corrupt`` with a message that says so.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+
+from shared.contract import ErrorCode, ExtractionError
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+@dataclass(frozen=True, slots=True)
+class ZipLimits:
+    max_members: int = 20_000
+    max_total_uncompressed: int = 1024 * 1024 * 1024  # 1 GiB inflated in all
+    max_member_uncompressed: int = 512 * 1024 * 1024
+    max_ratio: float = 200.0  # inflated / compressed, for members big enough to matter
+    ratio_floor: int = 1024 * 1024  # members smaller than this are never a bomb
+
+
+DEFAULT_LIMITS = ZipLimits()
+
+
+def open_package(data: bytes, kind: str, limits: ZipLimits = DEFAULT_LIMITS) -> zipfile.ZipFile:
+    """Open an OOXML package of ``kind`` ("docx", "pptx", "xlsx"), or raise the contract's error."""
+    if data.startswith(OLE_MAGIC):
+        raise ExtractionError(
+            ErrorCode.CORRUPT,
+            f"the {kind} file is encrypted (password-protected); remove the password and send it again",
+        )
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} file is not a readable zip package: {exc}") from None
+    if not infos:
+        raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} file is an empty zip archive with no parts")
+    if len(infos) > limits.max_members:
+        raise ExtractionError(
+            ErrorCode.RESOURCE_LIMIT, f"the {kind} package has {len(infos)} parts, over the limit of {limits.max_members}"
+        )
+    total = 0
+    for info in infos:
+        if info.flag_bits & 0x1:
+            raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} package has an encrypted part ({info.filename})")
+        total += info.file_size
+        if info.file_size > limits.max_member_uncompressed:
+            raise ExtractionError(
+                ErrorCode.RESOURCE_LIMIT,
+                f"part {info.filename} of the {kind} file inflates to {info.file_size} bytes, over the limit",
+            )
+        if info.file_size > limits.ratio_floor and info.file_size > limits.max_ratio * max(info.compress_size, 1):
+            raise ExtractionError(
+                ErrorCode.RESOURCE_LIMIT,
+                f"part {info.filename} of the {kind} file has a compression ratio over {limits.max_ratio:.0f}:1 "
+                "(a zip bomb?)",
+            )
+    if total > limits.max_total_uncompressed:
+        raise ExtractionError(ErrorCode.RESOURCE_LIMIT, f"the {kind} package inflates to {total} bytes, over the limit")
+    return zf
+
+
+def read_member(zf: zipfile.ZipFile, name: str, kind: str) -> bytes:
+    """A part's bytes, read no further than its declared size (a lying header cannot inflate more)."""
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} package has no part {name}") from None
+    try:
+        with zf.open(info) as fh:
+            data = fh.read(info.file_size + 1)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+        raise ExtractionError(ErrorCode.CORRUPT, f"part {name} of the {kind} file cannot be read: {exc}") from None
+    if len(data) > info.file_size:
+        raise ExtractionError(ErrorCode.CORRUPT, f"part {name} of the {kind} file is longer than its header says")
+    return data
+
+
+def has_member(zf: zipfile.ZipFile, name: str) -> bool:
+    try:
+        zf.getinfo(name)
+    except KeyError:
+        return False
+    return True

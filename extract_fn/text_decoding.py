@@ -1,0 +1,75 @@
+"""Turning a text file's bytes into text, by the contract's rules.
+
+Order: a byte-order mark wins; then the format's own declaration (HTML meta charset, XML declaration), passed in by
+the format module; then the caller's ``encoding`` option; else strict UTF-8. What does not decode is the ``encoding``
+error, naming the byte offset. The BOM is not part of the decoded text, so character offsets start after it.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+from shared.contract import ErrorCode, ExtractionError
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: it starts with the same two bytes
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    text: str
+    encoding: str  # the codec used (Python's canonical name)
+    source: str  # "bom", "declared", "option" or "default"
+
+
+def known_codec(name: str) -> str | None:
+    """Python's canonical name of a text codec, or None when there is no such text codec."""
+    try:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError):
+        return None
+    if not getattr(info, "_is_text_encoding", True):
+        return None
+    return info.name
+
+
+def sniff_bom(data: bytes) -> tuple[str, int] | None:
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            return enc, len(bom)
+    return None
+
+
+def decode_text(data: bytes, *, option: str | None = None, declared: str | None = None) -> Decoded:
+    bom = sniff_bom(data)
+    if bom is not None:
+        enc, skip = bom
+        return Decoded(_decode(data[skip:], enc, offset=skip, source="the byte-order mark"), enc, "bom")
+    if declared:
+        enc = known_codec(declared)
+        if enc is not None:
+            return Decoded(_decode(data, enc, source=f"the file's declared charset {declared!r}"), enc, "declared")
+    if option:
+        enc = known_codec(option)
+        if enc is None:  # the service checks options before this; a direct caller gets the same code
+            raise ExtractionError(ErrorCode.INVALID_OPTION, f"encoding {option!r} is not a known codec")
+        return Decoded(_decode(data, enc, source=f"the encoding option {option!r}"), enc, "option")
+    return Decoded(_decode(data, "utf-8", source="UTF-8 (no encoding option was given)"), "utf-8", "default")
+
+
+def _decode(data: bytes, enc: str, *, offset: int = 0, source: str) -> str:
+    try:
+        return codecs.decode(data, enc, "strict")
+    except UnicodeDecodeError as exc:
+        pos = exc.start + offset
+        raise ExtractionError(
+            ErrorCode.ENCODING,
+            f"the text does not decode as {source}: invalid bytes at byte offset {pos}; "
+            f"send the right codec in the encoding option",
+        ) from None

@@ -1,0 +1,313 @@
+"""Build artifacts that cannot break the contract's rules.
+
+Format modules describe what they found (blocks, tables, coverage); the builder enforces the bounds the contract sets:
+block ids, locator pairs, key and section-path truncation with their marks, coverage arithmetic, string validity.
+``build()`` returns a plain dict ready for ``serialize()``; the shared validator still checks the bytes before they
+leave the extractor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from shared.contract import (
+    BLOCK_TYPES,
+    COLUMN_TYPES,
+    INT64_MAX,
+    INT64_MIN,
+    LOST_EXACT_KEYS,
+    LOST_SECTION_PATH,
+    MAX_COLUMN_NAME_CHARS,
+    MAX_KEY_CHARS,
+    MAX_KEYS,
+    MAX_SECTION_CHARS,
+    MAX_SECTION_ENTRIES,
+    MAX_SHEET_NAME_CHARS,
+    SCHEMA_VERSION,
+)
+
+# Locator fields that come in (start, end) pairs, with the value an unused pair holds.
+_LINE_LIKE = (("line_start", "line_end"), ("page_start", "page_end"), ("row_start", "row_end"))
+_CHAR = ("char_start", "char_end")
+
+
+def clean_str(value: str) -> str:
+    """Replace lone surrogates (not valid Unicode, refused by the contract) with U+FFFD."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def make_locator(
+    *,
+    line_start: int | None = None,
+    line_end: int | None = None,
+    char_start: int | None = None,
+    char_end: int | None = None,
+    key_path: str | None = None,
+    page_start: int | None = None,
+    page_end: int | None = None,
+    sheet: str | None = None,
+    row_start: int | None = None,
+    row_end: int | None = None,
+) -> dict[str, Any]:
+    """A locator whose pairs obey the contract. A pair given by its start only gets end = start.
+
+    Raises ValueError for an impossible pair (a programming error in a format module, never the file's fault).
+    """
+    loc: dict[str, Any] = {}
+    given = {
+        "line_start": line_start, "line_end": line_end, "page_start": page_start, "page_end": page_end,
+        "row_start": row_start, "row_end": row_end,
+    }
+    for s_name, e_name in _LINE_LIKE:
+        s, e = given[s_name], given[e_name]
+        if s is None and e is None:
+            continue
+        if s is None:
+            raise ValueError(f"{e_name} without {s_name}")
+        if e is None:
+            e = s
+        if not ((s == 0 and e == 0) or (1 <= s <= e)):
+            raise ValueError(f"{s_name}/{e_name} must be both 0 or 1 <= start <= end, got {s}..{e}")
+        loc[s_name], loc[e_name] = s, e
+    if char_start is not None or char_end is not None:
+        if char_start is None:
+            raise ValueError("char_end without char_start")
+        if char_end is None:
+            char_end = char_start
+        if not ((char_start == -1 and char_end == -1) or (0 <= char_start <= char_end)):
+            raise ValueError(f"char_start/char_end must be both -1 or 0 <= start <= end, got {char_start}..{char_end}")
+        loc["char_start"], loc["char_end"] = char_start, char_end
+    if key_path is not None:
+        loc["key_path"] = clean_str(key_path)
+    if sheet is not None:
+        loc["sheet"] = clean_str(sheet)[:MAX_SHEET_NAME_CHARS]
+    return loc
+
+
+def json_safe_number(value: int | float) -> int | float | str | None:
+    """A number as JSON can carry it: int64 stays, a bigger int becomes its exact digits, NaN/Infinity become None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if INT64_MIN <= value <= INT64_MAX else str(value)
+    if math.isfinite(value):
+        return value
+    return None
+
+
+class ArtifactBuilder:
+    """Accumulates one artifact.
+
+    Usage::
+
+        b = ArtifactBuilder("markdown", parser="loom-markdown", parser_version="1+markdown-it-py4.3.0",
+                            options={"encoding": "utf-8"}, unit="lines")
+        h = b.add_block("heading", "Intro", depth=1, locator=make_locator(line_start=1, char_start=0, char_end=7))
+        b.add_block("paragraph", "Hello", parent=h, section_path=["Intro"], locator=...)
+        b.coverage(total=10, extracted=10)
+        artifact = b.build()
+    """
+
+    def __init__(
+        self,
+        format: str,
+        *,
+        parser: str,
+        parser_version: str,
+        unit: str,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        if not parser or not parser_version or not unit:
+            raise ValueError("parser, parser_version and unit must be non-empty")
+        self.format = format
+        self.parser = parser
+        self.parser_version = parser_version
+        self.unit = unit
+        self.options: dict[str, Any] = dict(options or {})
+        self.attrs: dict[str, Any] = {}
+        self.warnings: list[str] = []
+        self.blocks: list[dict[str, Any]] = []
+        self.tables: list[dict[str, Any]] = []
+        self._ids: set[str] = set()
+        self._total = 0
+        self._extracted = 0
+        self._failed: list[dict[str, str]] = []
+        self._lost: list[str] = []
+        self.text_chars = 0  # a running estimate of the artifact's size, for output budgets
+
+    # -- blocks ---------------------------------------------------------------------------------------------------
+
+    def add_block(
+        self,
+        type: str,
+        text: str,
+        *,
+        locator: dict[str, Any] | None = None,
+        section_path: Sequence[str] = (),
+        keys: Iterable[str] = (),
+        parent: str | None = None,
+        depth: int | None = None,
+        attrs: dict[str, Any] | None = None,
+        id: str | None = None,
+    ) -> str:
+        """Append a block in reading order and return its id."""
+        if type not in BLOCK_TYPES:
+            raise ValueError(f"block type {type!r} is not one of the contract's seven")
+        block_id = id if id is not None else f"b{len(self.blocks)}"
+        if not block_id or block_id in self._ids:
+            raise ValueError(f"block id {block_id!r} is empty or not unique")
+        if parent is not None and parent not in self._ids:
+            raise ValueError(f"parent {parent!r} is not an earlier block")
+        if depth is not None and depth < 0:
+            raise ValueError("depth must be 0 or more")
+        block_attrs = dict(attrs) if attrs else {}
+        block: dict[str, Any] = {"id": block_id, "type": type, "text": clean_str(text)}
+        if parent is not None:
+            block["parent"] = parent
+        if depth is not None:
+            block["depth"] = depth
+        block["section_path"] = self._section_path(section_path, block_attrs)
+        block["locator"] = locator if locator is not None else {}
+        block["keys"] = self._keys(keys, block_attrs)
+        if block_attrs:
+            block["attrs"] = block_attrs
+        self._ids.add(block_id)
+        self.blocks.append(block)
+        self.text_chars += len(block["text"]) + 64
+        return block_id
+
+    def _section_path(self, path: Sequence[str], attrs: dict[str, Any]) -> list[str]:
+        if not path:
+            return []
+        out = [clean_str(p) for p in path[:MAX_SECTION_ENTRIES]]
+        truncated = len(path) > MAX_SECTION_ENTRIES
+        for i, p in enumerate(out):
+            if len(p) > MAX_SECTION_CHARS:
+                out[i] = p[:MAX_SECTION_CHARS]
+                truncated = True
+        if truncated:
+            attrs["section_truncated"] = True
+            self.lose(LOST_SECTION_PATH)
+        return out
+
+    def _keys(self, keys: Iterable[str], attrs: dict[str, Any]) -> list[str]:
+        out: list[str] = []
+        seen: set[str] = set()
+        truncated = False
+        for k in keys:
+            k = clean_str(k)
+            if len(k) > MAX_KEY_CHARS:
+                truncated = True
+                continue
+            if k in seen:
+                continue
+            if len(out) >= MAX_KEYS:
+                truncated = True
+                break
+            seen.add(k)
+            out.append(k)
+        if truncated:
+            attrs["keys_truncated"] = True
+            self.lose(LOST_EXACT_KEYS)
+        return out
+
+    # -- tables ---------------------------------------------------------------------------------------------------
+
+    def add_table(
+        self,
+        name: str,
+        columns: Sequence[tuple[str, str]],
+        rows: list[list[Any]],
+        *,
+        header_rows: int = 1,
+        locator: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | None = None,
+        id: str | None = None,
+    ) -> str:
+        """Append a typed table. ``columns`` are (name, type); each row must be as long as ``columns``.
+
+        Values must already be JSON-ready for their column type (see the contract's tables section); the validator
+        checks them. Column names are cut to the contract's bound.
+        """
+        table_id = id if id is not None else f"t{len(self.tables)}"
+        if any(t["id"] == table_id for t in self.tables):
+            raise ValueError(f"table id {table_id!r} is not unique")
+        cols = []
+        for col_name, col_type in columns:
+            if col_type not in COLUMN_TYPES:
+                raise ValueError(f"column type {col_type!r} is not one of the contract's")
+            cols.append({"name": clean_str(col_name)[:MAX_COLUMN_NAME_CHARS], "type": col_type})
+        width = len(cols)
+        for i, row in enumerate(rows):
+            if len(row) != width:
+                raise ValueError(f"table {name!r} row {i} has {len(row)} values for {width} columns")
+        table: dict[str, Any] = {
+            "id": table_id,
+            "name": clean_str(name),
+            "columns": cols,
+            "rows": rows,
+            "header_rows": header_rows,
+            "locator": locator if locator is not None else {},
+            "attrs": dict(attrs) if attrs else {},
+        }
+        self.tables.append(table)
+        self.text_chars += 16 * width * (len(rows) + 1)
+        return table_id
+
+    # -- coverage and notes ---------------------------------------------------------------------------------------
+
+    def coverage(self, *, total: int, extracted: int) -> None:
+        if not 0 <= extracted <= total:
+            raise ValueError(f"coverage needs 0 <= extracted <= total, got {extracted}/{total}")
+        self._total, self._extracted = total, extracted
+
+    def fail(self, unit: str, reason: str) -> None:
+        """Record one unit that was not extracted (a page, a statement, a shape...) and why."""
+        self._failed.append({"unit": clean_str(unit), "reason": clean_str(reason)})
+
+    def lose(self, capability: str) -> None:
+        """Record a capability the artifact cannot serve (``sql_structure``, ``ocr``, ``exact_keys``...)."""
+        if capability not in self._lost:
+            self._lost.append(capability)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(clean_str(message))
+
+    def build(self) -> dict[str, Any]:
+        complete = self._extracted == self._total and not self._failed and not self._lost
+        artifact: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "format": self.format,
+            "parser": self.parser,
+            "parser_version": self.parser_version,
+            "options": self.options,
+            "attrs": self.attrs,
+            "warnings": self.warnings,
+            "coverage": {
+                "unit": self.unit,
+                "total": self._total,
+                "extracted": self._extracted,
+                "failed": self._failed,
+                "lost": self._lost,
+                "complete": complete,
+            },
+            "blocks": self.blocks,
+        }
+        if self.tables:
+            artifact["tables"] = self.tables
+        return artifact
+
+
+def serialize(artifact: dict[str, Any]) -> bytes:
+    """The artifact as JSON bytes. Never emits NaN/Infinity (orjson would write null silently, so we refuse them)."""
+    return orjson.dumps(artifact)
