@@ -65,8 +65,12 @@ def make_locator(
     """
     loc: dict[str, Any] = {}
     given = {
-        "line_start": line_start, "line_end": line_end, "page_start": page_start, "page_end": page_end,
-        "row_start": row_start, "row_end": row_end,
+        "line_start": line_start,
+        "line_end": line_end,
+        "page_start": page_start,
+        "page_end": page_end,
+        "row_start": row_start,
+        "row_end": row_end,
     }
     for s_name, e_name in _LINE_LIKE:
         s, e = given[s_name], given[e_name]
@@ -204,8 +208,8 @@ class ArtifactBuilder:
         out: list[str] = []
         seen: set[str] = set()
         truncated = False
-        for k in keys:
-            k = clean_str(k)
+        for raw in keys:
+            k = clean_str(raw)
             if len(k) > MAX_KEY_CHARS:
                 truncated = True
                 continue

@@ -18,7 +18,17 @@ SCHEMA_VERSION: Final = 1
 
 # The format names, in the contract's order.
 FORMATS: Final[tuple[str, ...]] = (
-    "markdown", "html", "text", "sql", "toml", "pdf", "docx", "pptx", "xlsx", "csv", "parquet",
+    "markdown",
+    "html",
+    "text",
+    "sql",
+    "toml",
+    "pdf",
+    "docx",
+    "pptx",
+    "xlsx",
+    "csv",
+    "parquet",
 )
 TEXT_FORMATS: Final[frozenset[str]] = frozenset({"markdown", "html", "text", "sql", "toml", "csv"})
 TABULAR_FORMATS: Final[frozenset[str]] = frozenset({"csv", "xlsx", "parquet"})
@@ -42,9 +52,22 @@ MEDIA_TYPE_FORMAT: Final[dict[str, str]] = {mt: fmt for fmt, mts in MEDIA_TYPES.
 
 # File-name extensions, for events that carry only a name.
 EXTENSIONS: Final[dict[str, str]] = {
-    ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".txt": "text", ".text": "text", ".sql": "sql", ".toml": "toml", ".pdf": "pdf", ".docx": "docx",
-    ".pptx": "pptx", ".xlsx": "xlsx", ".xlsm": "xlsx", ".csv": "csv", ".parquet": "parquet",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".txt": "text",
+    ".text": "text",
+    ".sql": "sql",
+    ".toml": "toml",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".csv": "csv",
+    ".parquet": "parquet",
 }
 
 # Options of POST /v1/extract beyond format and name, and which formats take each.

@@ -74,9 +74,25 @@ def start_azurite(ports: tuple[int, int, int] | None = None, *, folder: str | No
     blob, queue, table = ports or (free_port(), free_port(), free_port())
     folder = folder or tempfile.mkdtemp(prefix="azurite-")
     cmd = [
-        str(AZURITE_BIN), "--silent", "--disableTelemetry", "--skipApiVersionCheck", "--loose",
-        "--location", folder, "--blobHost", "127.0.0.1", "--queueHost", "127.0.0.1", "--tableHost", "127.0.0.1",
-        "--blobPort", str(blob), "--queuePort", str(queue), "--tablePort", str(table),
+        str(AZURITE_BIN),
+        "--silent",
+        "--disableTelemetry",
+        "--skipApiVersionCheck",
+        "--loose",
+        "--location",
+        folder,
+        "--blobHost",
+        "127.0.0.1",
+        "--queueHost",
+        "127.0.0.1",
+        "--tableHost",
+        "127.0.0.1",
+        "--blobPort",
+        str(blob),
+        "--queuePort",
+        str(queue),
+        "--tablePort",
+        str(table),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 30

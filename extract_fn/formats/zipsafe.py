@@ -44,7 +44,8 @@ def open_package(data: bytes, kind: str, limits: ZipLimits = DEFAULT_LIMITS) -> 
         raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} file is an empty zip archive with no parts")
     if len(infos) > limits.max_members:
         raise ExtractionError(
-            ErrorCode.RESOURCE_LIMIT, f"the {kind} package has {len(infos)} parts, over the limit of {limits.max_members}"
+            ErrorCode.RESOURCE_LIMIT,
+            f"the {kind} package has {len(infos)} parts, over the limit of {limits.max_members}",
         )
     total = 0
     for info in infos:
