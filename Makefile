@@ -7,13 +7,19 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup run test lint bench clean
 
-setup: $(STAMP) node_modules/.installed
+setup: $(STAMP) node_modules/.installed .venv-infra/.installed
 
 # Re-install only when a requirements file changes.
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $(STAMP)
+
+# Checkov (Bicep checks in the suite) pins packages of its own, so it lives in a separate virtualenv.
+.venv-infra/.installed: requirements-infra.txt
+	@test -x .venv-infra/bin/python || $(PY) -m venv .venv-infra
+	.venv-infra/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-infra.txt
+	@touch .venv-infra/.installed
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -31,8 +37,14 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-bench: setup
-	$(BIN)/python -m benchmarks
+# Side-by-side benchmarks with Kreuzberg and MarkItDown (their own virtualenv; see benchmarks/README.md).
+bench: setup .venv-bench/.installed
+	$(BIN)/python -m benchmarks.compare
+
+.venv-bench/.installed: requirements-bench.txt
+	@test -x .venv-bench/bin/python || $(PY) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
+	@touch .venv-bench/.installed
 
 clean:
-	rm -rf $(VENV) node_modules .azurite .pytest_cache
+	rm -rf $(VENV) .venv-infra .venv-bench node_modules .azurite .pytest_cache

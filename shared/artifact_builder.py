@@ -22,8 +22,10 @@ from shared.contract import (
     LOST_EXACT_KEYS,
     LOST_SECTION_PATH,
     MAX_COLUMN_NAME_CHARS,
+    MAX_COLUMNS,
     MAX_KEY_CHARS,
     MAX_KEYS,
+    MAX_NESTING,
     MAX_SECTION_CHARS,
     MAX_SECTION_ENTRIES,
     MAX_SHEET_NAME_CHARS,
@@ -43,7 +45,66 @@ def clean_str(value: str) -> str:
         value.encode("utf-8")
         return value
     except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        # Through UTF-16: a pair held as two code points becomes its character, a lone one a single U+FFFD.
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _check_int(name: str, value: object) -> None:
+    if value.__class__ is not int:  # bool is an int subclass: refused too
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if not INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
+        raise ValueError(f"{name} {value} is outside signed 64 bits")
+
+
+def clean_value(value: Any, *, depth: int = 1, limit: int = MAX_NESTING) -> Any:
+    """A free JSON value (attrs, options, a cell) made safe for the contract, or ValueError/TypeError.
+
+    Strings lose lone surrogates, NaN and Infinity and ints past 64 bits are refused (orjson would write NaN as a
+    silent null), and objects/arrays may nest at most ``limit`` deep, counting the value itself as 1.
+    """
+    cls = value.__class__
+    if cls is str:
+        return clean_str(value)
+    if value is None or cls is bool:
+        return value
+    if cls is int:
+        _check_int("a value", value)
+        return value
+    if cls is float:
+        if not math.isfinite(value):
+            raise ValueError(f"{value} is not a JSON number")
+        return value
+    if depth > limit:
+        raise ValueError(f"attrs nest deeper than {limit}")
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"object keys must be strings, got {k!r}")
+            out[clean_str(k)] = clean_value(v, depth=depth + 1, limit=limit)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [clean_value(v, depth=depth + 1, limit=limit) for v in value]
+    raise TypeError(f"{cls.__name__} is not a JSON value")
+
+
+def _clean_cell(value: Any) -> Any:
+    cls = value.__class__
+    if cls is str:
+        return value if value.isascii() else clean_str(value)
+    if value is None or cls is bool:
+        return value
+    if cls is float:
+        if value - value != 0.0:  # NaN or Infinity
+            raise ValueError(f"table value {value} is not a JSON number (use null, or the text)")
+        return value
+    if cls is int:
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"table value {value} is past signed 64 bits (send its digits as a string)")
+        return value
+    if cls is dict and set(value) == {"error"} and isinstance(value["error"], str):
+        return {"error": clean_str(value["error"])}
+    raise TypeError(f"a table value must be a string, number, bool, null or {{'error': str}}, got {value!r}")
 
 
 def make_locator(
@@ -80,6 +141,8 @@ def make_locator(
             raise ValueError(f"{e_name} without {s_name}")
         if e is None:
             e = s
+        _check_int(s_name, s)
+        _check_int(e_name, e)
         if not ((s == 0 and e == 0) or (1 <= s <= e)):
             raise ValueError(f"{s_name}/{e_name} must be both 0 or 1 <= start <= end, got {s}..{e}")
         loc[s_name], loc[e_name] = s, e
@@ -88,6 +151,8 @@ def make_locator(
             raise ValueError("char_end without char_start")
         if char_end is None:
             char_end = char_start
+        _check_int("char_start", char_start)
+        _check_int("char_end", char_end)
         if not ((char_start == -1 and char_end == -1) or (0 <= char_start <= char_end)):
             raise ValueError(f"char_start/char_end must be both -1 or 0 <= start <= end, got {char_start}..{char_end}")
         loc["char_start"], loc["char_end"] = char_start, char_end
@@ -143,6 +208,7 @@ class ArtifactBuilder:
         self.blocks: list[dict[str, Any]] = []
         self.tables: list[dict[str, Any]] = []
         self._ids: set[str] = set()
+        self._table_ids: set[str] = set()
         self._total = 0
         self._extracted = 0
         self._failed: list[dict[str, str]] = []
@@ -172,9 +238,11 @@ class ArtifactBuilder:
             raise ValueError(f"block id {block_id!r} is empty or not unique")
         if parent is not None and parent not in self._ids:
             raise ValueError(f"parent {parent!r} is not an earlier block")
-        if depth is not None and depth < 0:
-            raise ValueError("depth must be 0 or more")
-        block_attrs = dict(attrs) if attrs else {}
+        if depth is not None:
+            _check_int("depth", depth)
+            if depth < 0:
+                raise ValueError("depth must be 0 or more")
+        block_attrs = clean_value(attrs) if attrs else {}
         block: dict[str, Any] = {"id": block_id, "type": type, "text": clean_str(text)}
         if parent is not None:
             block["parent"] = parent
@@ -244,17 +312,24 @@ class ArtifactBuilder:
         checks them. Column names are cut to the contract's bound.
         """
         table_id = id if id is not None else f"t{len(self.tables)}"
-        if any(t["id"] == table_id for t in self.tables):
-            raise ValueError(f"table id {table_id!r} is not unique")
+        if not table_id or table_id in self._table_ids:
+            raise ValueError(f"table id {table_id!r} is empty or not unique")
+        _check_int("header_rows", header_rows)
+        if header_rows < 0:
+            raise ValueError("header_rows must be 0 or more")
+        if len(columns) > MAX_COLUMNS:
+            raise ValueError(f"a table has at most {MAX_COLUMNS} columns, got {len(columns)}")
         cols = []
         for col_name, col_type in columns:
             if col_type not in COLUMN_TYPES:
                 raise ValueError(f"column type {col_type!r} is not one of the contract's")
             cols.append({"name": clean_str(col_name)[:MAX_COLUMN_NAME_CHARS], "type": col_type})
         width = len(cols)
+        clean = _clean_cell
         for i, row in enumerate(rows):
             if len(row) != width:
                 raise ValueError(f"table {name!r} row {i} has {len(row)} values for {width} columns")
+            rows[i] = [clean(v) for v in row]
         table: dict[str, Any] = {
             "id": table_id,
             "name": clean_str(name),
@@ -262,8 +337,9 @@ class ArtifactBuilder:
             "rows": rows,
             "header_rows": header_rows,
             "locator": locator if locator is not None else {},
-            "attrs": dict(attrs) if attrs else {},
+            "attrs": clean_value(attrs) if attrs else {},
         }
+        self._table_ids.add(table_id)
         self.tables.append(table)
         self.text_chars += 16 * width * (len(rows) + 1)
         return table_id
@@ -271,6 +347,8 @@ class ArtifactBuilder:
     # -- coverage and notes ---------------------------------------------------------------------------------------
 
     def coverage(self, *, total: int, extracted: int) -> None:
+        _check_int("coverage.total", total)
+        _check_int("coverage.extracted", extracted)
         if not 0 <= extracted <= total:
             raise ValueError(f"coverage needs 0 <= extracted <= total, got {extracted}/{total}")
         self._total, self._extracted = total, extracted
@@ -294,8 +372,8 @@ class ArtifactBuilder:
             "format": self.format,
             "parser": self.parser,
             "parser_version": self.parser_version,
-            "options": self.options,
-            "attrs": self.attrs,
+            "options": clean_value(self.options),
+            "attrs": clean_value(self.attrs),
             "warnings": self.warnings,
             "coverage": {
                 "unit": self.unit,
@@ -313,5 +391,9 @@ class ArtifactBuilder:
 
 
 def serialize(artifact: dict[str, Any]) -> bytes:
-    """The artifact as JSON bytes. Never emits NaN/Infinity (orjson would write null silently, so we refuse them)."""
+    """The artifact as JSON bytes.
+
+    orjson writes NaN and Infinity as null without a word, so the builder refuses them where values enter (attrs,
+    options, table cells); a dict made elsewhere must be checked by the validator, as the extractor does.
+    """
     return orjson.dumps(artifact)

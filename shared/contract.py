@@ -9,9 +9,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Final, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from typing import Final
 
 CONTRACT_VERSION: Final = 1
 SCHEMA_VERSION: Final = 1
@@ -205,37 +203,15 @@ def classify_answer(status: int, content_encoding: str | None, body: bytes) -> A
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# GET /v1/capabilities
+# GET /v1/capabilities: the document's pydantic models live in shared.capabilities (pydantic costs ~0.15 s to
+# import, which every worker process would pay); ``from shared.contract import Capabilities`` still works.
+
+_CAPABILITY_MODELS: Final = frozenset({"Capabilities", "ExtractorInfo", "FormatCapability"})
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+def __getattr__(name: str) -> object:
+    if name in _CAPABILITY_MODELS:
+        from shared import capabilities
 
-
-class ExtractorInfo(_Strict):
-    name: StrictStr = Field(min_length=1)
-    version: StrictStr = Field(min_length=1)
-
-
-class FormatCapability(_Strict):
-    format: StrictStr
-    options: list[StrictStr] = Field(default_factory=list)
-
-
-class Capabilities(_Strict):
-    contract_version: StrictInt
-    extractor: ExtractorInfo
-    max_bytes: StrictInt = Field(ge=0)
-    formats: list[FormatCapability]
-
-    def supports(self, fmt: str) -> bool:
-        return any(f.format == fmt for f in self.formats)
-
-    def options_for(self, fmt: str) -> tuple[str, ...]:
-        for f in self.formats:
-            if f.format == fmt:
-                return tuple(f.options)
-        return ()
-
-
-OptionName = Literal["encoding", "sql_dialect"]
+        return getattr(capabilities, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

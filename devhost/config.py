@@ -1,0 +1,44 @@
+"""The local development host's fixed wiring: Azurite's usual ports, the local extractor, the queue that stands in
+for the accepted-files Event Hub, and the settings the handlers read (the same names as in Azure)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Final
+
+from tools.azurite import connection_string
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+AZURITE_PORTS: Final = (10000, 10001, 10002)
+EXTRACTOR_HOST: Final = "127.0.0.1"
+EXTRACTOR_PORT: Final = 8790
+# A development-only token for the loopback extractor; set DEVHOST_EXTRACTOR_TOKEN to use another.
+DEV_TOKEN: Final = os.environ.get("DEVHOST_EXTRACTOR_TOKEN", "local-dev-token")
+ACCEPTED_QUEUE: Final = "accepted-files-local"  # stands in for the accepted-files Event Hub
+ACCEPTED_CONTAINER: Final = "accepted-files"
+EVENTS_TABLE: Final = "devhostevents"  # the status events the host saw, per job, for `devhost status`
+REGISTRATION_FILE: Final = Path(__file__).resolve().parent / "registration.local.json"
+STATE_DIR: Final = ROOT / ".azurite"
+
+
+def storage_connection_string() -> str:
+    return os.environ.get("AZURITE_CONNECTION_STRING") or connection_string(*AZURITE_PORTS)
+
+
+def extractor_url() -> str:
+    return os.environ.get("DEVHOST_EXTRACTOR_URL", f"http://{EXTRACTOR_HOST}:{EXTRACTOR_PORT}")
+
+
+def local_environment() -> dict[str, str]:
+    """The app settings the handlers read, as local.settings.json would give them under `func start`."""
+    return {
+        "AzureWebJobsStorage": storage_connection_string(),
+        "LOOM_DOCUMENT_EXTRACTOR_URL": extractor_url(),
+        "LOOM_DOCUMENT_EXTRACTOR_TOKEN": DEV_TOKEN,
+        "LOOM_DOCUMENT_EXTRACTOR_TIMEOUT_S": "120",
+        "FLUXX_EXTRACTOR_POLL_INTERVAL_MS": "1000",
+        "FLUXX_EXTRACTOR_MAX_DELAY_MS": "8000",
+        "SWEEPER_SLACK_SECONDS": "30",
+        "SUBMIT_RETRY_DELAY_MS": "500",
+    }

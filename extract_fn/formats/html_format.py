@@ -1,0 +1,1118 @@
+"""HTML: the text a browser shows, in reading order, as blocks with source locators.
+
+Decoding (``_decode``): a byte-order mark wins; then the charset the document declares: ``<meta charset>`` or
+``<meta http-equiv="Content-Type" content="...; charset=...">`` within the first 1024 bytes (the HTML prescan, which
+skips comments), else an XML declaration's ``encoding``; labels map to codecs as browsers map them (``iso-8859-1``
+and ``ascii`` read as windows-1252, ``gb2312`` as GB18030, ``shift_jis`` as cp932, ``euc-kr`` as cp949, a
+``utf-16`` meta as UTF-8); then the ``encoding`` option; else strict UTF-8. When the declared charset does not decode
+the bytes (a page that says gb2312 but is UTF-8), the option and then UTF-8 are tried and a warning says so; when
+nothing decodes, the ``encoding`` error names the byte offset.
+
+Parsing: selectolax's Lexbor, an HTML5 (WHATWG) tree builder, so malformed markup is recovered exactly as browsers
+do; entities are decoded by the parser. Tree walks are iterative (10,000 nested elements are fine).
+
+Left out: ``head`` (its ``title`` becomes ``attrs.title`` and ``<html lang>`` ``attrs.lang``), ``script``,
+``style``, ``template``, ``noscript``, ``svg``, ``select``, ``datalist``, ``iframe``, ``object``, ``canvas``,
+``audio``, ``video``, ``rp``, a ``dialog`` without ``open``, and any element with the ``hidden`` attribute (except
+``hidden="until-found"``, which find-in-page reveals), ``aria-hidden="true"``, or an inline style with
+``display: none`` or ``visibility: hidden``. Images have no text (their alt text is not shown).
+
+Blocks: text is collected into runs; every block-level element (p, div, section, li, h1-h6, pre, blockquote, table,
+tr, td, br is not one, ...) ends the current run, so text directly inside a div or body becomes a paragraph of its
+own, as browsers lay out anonymous blocks. Whitespace collapses as CSS ``white-space: normal`` renders it (``<br>``
+is a ``\\n``); inside ``pre``/``listing``/``xmp``/``plaintext`` it is kept. A run becomes:
+
+- ``heading`` inside h1-h6 (``depth`` = the level; ``keys`` = [its text, the ids inside it]);
+- ``code`` inside pre (``attrs.language`` from a ``language-*``/``lang-*`` class on the pre or its code element);
+- ``list``: an ``li``, ``dt`` or ``dd`` item's first run (``depth`` = list nesting, 0 for a top-level list;
+  ``attrs.ordered`` for li; ``attrs.term = true`` on a dt, whose text is also a key, ``attrs.definition = true`` on
+  a dd). The item's later runs and any block inside it (a nested list, a pre) follow with ``parent`` = the item; an
+  item that opens with such a block gets an empty-text block so its children have a parent;
+- ``paragraph`` otherwise; inside a blockquote a block carries ``attrs.quote = true`` and ``attrs.quote_depth``.
+- A data table is one ``paragraph`` block: ``attrs.table = {"columns": [...], "rows": [[...]]}`` (``columns`` is
+  the header row's cells when the first row is in ``thead`` or all ``th``, else ``[]`` and every row is in
+  ``rows``; a colspan/rowspan cell's text stands in its first slot, the slots it covers are ``""``, so every row is
+  as long as the widest); ``text`` = the caption (when there is one) and the rows as tab-separated lines, header
+  first; a nested table's text is part of its cell. A layout table (``role="presentation"``/``"none"``, a heading
+  inside, one cell, or mostly paragraphs) is read as ordinary flow instead.
+
+``section_path``: the texts of the headings above the block (a heading's own path ends with itself); headings inside
+a list item or blockquote do not open sections. ``parent``: the enclosing list item's block, else the heading whose
+section the block is in. ``keys``: the ``id`` (and ``<a name>``) anchors that start in the block, so a ``#fragment``
+finds it; a heading's text; a dt's term; a table's caption.
+
+Locators: ``char_start``/``char_end`` are code-point offsets into the decoded source (after any BOM), end exclusive,
+from the first to just past the last non-whitespace source character of the block's text: the span holds the block's
+text with its inline markup and entity references (``text`` is what that span renders to). ``line_start``/
+``line_end`` are the lines of those two characters (a line ends at ``\\n``, ``\\r\\n`` or ``\\r``). They are found by
+matching each DOM text node, in document order, against the source's character data (``_SourceMap``); where the
+parser rebuilt text that is not one source run (text moved out of a table, text merged across a stray tag) and the
+block's first or last text cannot be placed, the locator says so with ``char_start = char_end = -1`` and
+``line_start = line_end = 0`` rather than guess. An empty item block has the empty range where its content begins.
+
+Coverage: unit ``chars``: ``total`` = the non-whitespace characters of the visible text (hidden content is not part
+of the document a reader sees, so it is in neither count), ``extracted`` = those in the blocks. They differ only when
+the artifact reached ``max_output_bytes`` (the rest is one ``failed`` entry) or a table's spans asked for a grid past
+``MAX_TABLE_WIDTH`` columns or ``MAX_TABLE_CELLS`` cells (the block is cut there, marked ``attrs.table_truncated``,
+and the cut is a ``failed`` entry).
+"""
+
+from __future__ import annotations
+
+import functools
+import html as _html
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import selectolax
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.textblocks import (
+    OUTPUT_LIMIT_REASON,
+    LineIndex,
+    OutputBudget,
+    SectionTracker,
+    no_gc,
+    refuse_wide_text,
+)
+from extract_fn.text_decoding import Decoded, decode_text, known_codec, sniff_bom
+from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.contract import ErrorCode, ExtractionError
+
+PARSER: Final = "loom-html"
+PARSER_VERSION: Final = f"1+selectolax-{selectolax.__version__}"
+
+MAX_TITLE_CHARS: Final = 2000
+MAX_TABLE_CELLS: Final = 1_000_000  # a table's grid (colspan/rowspan can ask for far more than the source holds)
+MAX_TABLE_WIDTH: Final = 16_384  # slots in a row (the contract's bound on a table's columns)
+MAX_COLSPAN: Final = 1000  # the HTML standard's limits
+MAX_ROWSPAN: Final = 65534
+LOCATE_WINDOW: Final = 512  # source runs searched ahead for a text node before it is left unplaced
+
+# ---------------------------------------------------------------------------------------------------------------
+# Charset: the prescan of the first 1024 bytes, and browser label -> Python codec.
+
+_PRESCAN_BYTES: Final = 1024
+_PRESCAN: Final = re.compile(
+    rb"<!--.*?(?:-->|\Z)|<meta(?=[\s/])(?P<meta>[^>]*)>?|</?[A-Za-z][^>]*>?|<[!?/][^>]*>?", re.S | re.I
+)
+_ATTR: Final = re.compile(rb"""([^\s/>=]+)\s*(?:=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
+_CONTENT_CHARSET: Final = re.compile(rb"""charset\s*=\s*["']?\s*([^\s"';]+)""", re.I)
+_XML_DECL: Final = re.compile(rb"""<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:-]+)["']""")
+
+_LABELS: Final[dict[str, str]] = {}
+for _codec, _names in {
+    "utf-8": "utf-8 utf8 unicode-1-1-utf-8 unicode11utf8 unicode20utf8 x-unicode20utf8 utf-16 utf-16le utf-16be",
+    "cp1252": "iso-8859-1 iso8859-1 iso88591 iso_8859-1 iso_8859-1:1987 latin1 l1 us-ascii ascii ansi_x3.4-1968 "
+    "cp819 ibm819 iso-ir-100 csisolatin1 windows-1252 x-cp1252 cp1252 x-user-defined",
+    "cp1254": "iso-8859-9 iso8859-9 iso88599 iso_8859-9 latin5 l5 windows-1254 x-cp1254 cp1254",
+    "cp874": "iso-8859-11 iso8859-11 iso885911 tis-620 dos-874 windows-874",
+    "gb18030": "gb2312 gbk x-gbk chinese csgb2312 csiso58gb231280 gb_2312 gb_2312-80 iso-ir-58 gb18030",
+    "big5hkscs": "big5 big5-hkscs cn-big5 csbig5 x-x-big5",
+    "cp932": "shift_jis shift-jis sjis ms_kanji ms932 csshiftjis windows-31j x-sjis",
+    "cp949": "euc-kr euckr cseuckr csksc56011987 iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601 "
+    "ksc_5601 windows-949",
+    "euc_jp": "euc-jp cseucpkdfmtjapanese x-euc-jp",
+    "iso2022_jp": "iso-2022-jp csiso2022jp",
+}.items():
+    for _name in _names.split():
+        _LABELS[_name] = _codec
+
+
+def codec_for_label(label: str) -> str | None:
+    """The Python codec a browser would decode with for a charset label, or None for an unknown label."""
+    label = label.strip().strip("\"'").lower()
+    return _LABELS.get(label) or known_codec(label)
+
+
+def prescan_charset(data: bytes) -> str | None:
+    """The charset label a document declares (meta in the first 1024 bytes, else an XML declaration), or None."""
+    head = data[:_PRESCAN_BYTES]
+    for m in _PRESCAN.finditer(head):
+        meta = m.group("meta")
+        if meta is None:
+            continue
+        attrs: dict[bytes, bytes] = {}
+        for am in _ATTR.finditer(meta):
+            name = am.group(1).lower()
+            if name not in attrs:
+                attrs[name] = (am.group(2) or b"").strip(b"\"'")
+        label = attrs.get(b"charset")
+        if label is None and attrs.get(b"http-equiv", b"").strip().lower() == b"content-type":
+            cm = _CONTENT_CHARSET.search(attrs.get(b"content", b""))
+            label = cm.group(1) if cm else None
+        if label:
+            text = label.decode("ascii", "replace")
+            if codec_for_label(text):
+                return text
+    xm = _XML_DECL.match(data, 0, 256)
+    if xm:
+        return xm.group(1).decode("ascii")
+    return None
+
+
+def _decode(data: bytes, option: str | None) -> tuple[Decoded, str | None]:
+    """The document's text by the charset rules above, and a warning when the declared charset had to be passed."""
+    label = None if sniff_bom(data) else prescan_charset(data)
+    codec = codec_for_label(label) if label else None
+    try:
+        return decode_text(data, option=option, declared=codec), None
+    except ExtractionError as err:
+        if err.code != ErrorCode.ENCODING or codec is None:
+            raise
+        try:
+            decoded = decode_text(data, option=option)
+        except ExtractionError:
+            raise err from None
+        how = "the encoding option" if decoded.source == "option" else "UTF-8"
+        return decoded, f"the declared charset {label!r} does not decode the file; it was read as {how}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The source's character data, to place DOM text nodes back in the source.
+
+# Markup the tokenizer emits no character data for. Comments (with the abrupt <!--> and <!--->), doctype, bogus
+# comments and processing instructions, start and end tags (quoted attribute values may hold '>'), '</>'.
+_MARKUP: Final = re.compile(
+    r"<!--(?:-?>|.*?(?:--!?>|\Z))"
+    r"|<[!?][^>]*+>?"
+    r"|<(?P<tag>[A-Za-z][^\t\n\f\r />]*+)(?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+>?"
+    r"|</[A-Za-z](?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+>?"
+    r"|</[^A-Za-z>][^>]*+>?|</>",
+    re.S,
+)
+# Elements whose content the tokenizer reads as text up to their end tag; script and style give no visible text.
+_RAW_SKIP: Final = frozenset({"script", "style", "iframe", "noembed", "noframes"})
+_RAW_TEXT: Final = frozenset({"title", "textarea", "xmp"})  # character data (title and textarea decode entities)
+_CHARREF: Final = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)|\r\n?|\x00")
+
+
+class _SourceMap:
+    """The decoded source's runs of character data, each as the parser decodes it (entities, CR LF -> LF, NULs
+    dropped), and a cursor that walks them in step with the DOM's text nodes."""
+
+    __slots__ = ("_decs", "_k", "_maps", "_off", "_starts")
+
+    def __init__(self, src: str) -> None:
+        starts: list[int] = []
+        decs: list[str] = []
+        maps: dict[int, tuple[list[int], list[tuple[int, int, int, int]]]] = {}
+
+        def add(a: int, b: int, decode: bool) -> None:
+            raw = src[a:b]
+            if decode and ("&" in raw or "\r" in raw or "\x00" in raw):
+                dec, bps = _decode_run(raw, a)
+                if bps:
+                    maps[len(decs)] = ([bp[0] for bp in bps], bps)
+                starts.append(a)
+                decs.append(dec)
+            else:
+                starts.append(a)
+                decs.append(raw)
+
+        self._scan(src, add)
+        self._starts = starts
+        self._decs = decs
+        self._maps = maps
+        self._k = 0
+        self._off = 0
+
+    @staticmethod
+    def _scan(src: str, add: Callable[[int, int, bool], None]) -> None:
+        """Split the source into character data and markup; raw-text elements restart the scan past their end."""
+        n = len(src)
+        pos = 0
+        while True:
+            restarted = False
+            for m in _MARKUP.finditer(src, pos):
+                s = m.start()
+                if s > pos:
+                    add(pos, s, True)
+                pos = m.end()
+                tag = m.group("tag")
+                if tag is None:
+                    continue
+                name = tag.lower()
+                if name in _RAW_SKIP or name in _RAW_TEXT:
+                    end = re.compile(rf"</{re.escape(name)}[\t\n\f\r />]", re.I).search(src, pos)
+                    stop = end.start() if end else n
+                    if name in _RAW_TEXT and stop > pos:
+                        add(pos, stop, name != "xmp")
+                    pos = stop
+                    restarted = True
+                    break
+                if name == "plaintext":
+                    add(pos, n, False)
+                    return
+            if not restarted:
+                if pos < n:
+                    add(pos, n, True)
+                return
+
+    def locate(self, data: str) -> tuple[int, int] | None:
+        """The (run, offset) where ``data`` starts, searching forward from the cursor; the cursor moves past it."""
+        decs = self._decs
+        k = self._k
+        stop = min(len(decs), k + LOCATE_WINDOW)
+        off = self._off
+        while k < stop:
+            p = decs[k].find(data, off)
+            if p >= 0:
+                self._k, self._off = k, p + len(data)
+                return k, p
+            k += 1
+            off = 0
+        return None
+
+    def to_source(self, run: int, offset: int, *, end: bool) -> int:
+        """The source offset of a decoded offset in a run (an offset inside an entity goes to its start, or to its
+        end for an exclusive ``end``)."""
+        start = self._starts[run]
+        mapping = self._maps.get(run)
+        if mapping is None:
+            return start + offset
+        keys, bps = mapping
+        i = bisect_right(keys, offset) - 1
+        if i < 0:
+            return start + offset
+        dec_pos, src_pos, dec_len, src_len = bps[i]
+        if offset < dec_pos + dec_len or (offset == dec_pos + dec_len and dec_len == 0):
+            if offset == dec_pos:
+                return src_pos
+            return src_pos + src_len if end else src_pos
+        return src_pos + src_len + (offset - dec_pos - dec_len)
+
+
+@functools.lru_cache(maxsize=4096)
+def _unescape(ref: str) -> str:
+    """One character reference as the HTML tokenizer decodes it in text (a page repeats the same few)."""
+    return _html.unescape(ref)
+
+
+def _decode_run(raw: str, base: int) -> tuple[str, list[tuple[int, int, int, int]]]:
+    """A run as the parser decodes it, and its breakpoints (decoded pos, source pos, decoded len, source len)."""
+    out: list[str] = []
+    bps: list[tuple[int, int, int, int]] = []
+    pos = 0
+    dec_len = 0
+    for m in _CHARREF.finditer(raw):
+        s, e = m.span()
+        g = m.group()
+        if g[0] == "&":
+            rep = _unescape(g)
+            if rep == g:
+                continue
+        elif g[0] == "\r":
+            rep = "\n"
+        else:
+            rep = ""
+        out.append(raw[pos:s])
+        dec_len += s - pos
+        bps.append((dec_len, base + s, len(rep), e - s))
+        out.append(rep)
+        dec_len += len(rep)
+        pos = e
+    out.append(raw[pos:])
+    return "".join(out), bps
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The walk.
+
+_WS: Final = re.compile(r"[ \t\n\r\f\v\x1c-\x1f]+")  # HTML's whitespace, and the ASCII controls str.split() takes
+_BR: Final = "\x00"  # a <br> in a run: the parser never leaves U+0000 in a text node, so it cannot clash
+_DISPLAY_NONE: Final = re.compile(r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)", re.I)
+_LANG_CLASS: Final = re.compile(r"(?:^|\s)(?:language|lang|highlight-source)-([\w+#.-]+)")
+
+_SKIP_SILENT: Final = frozenset({"script", "style", "template", "head"})
+_SKIP_HIDDEN: Final = frozenset(
+    {"noscript", "svg", "select", "datalist", "iframe", "object", "canvas", "audio", "video", "rp"}
+)
+_BLOCK: Final = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "caption",
+        "center",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "frameset",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "listing",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "plaintext",
+        "pre",
+        "search",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+        "xmp",
+        "optgroup",
+        "option",
+    }
+)
+_HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_PRE: Final = frozenset({"pre", "listing", "xmp", "plaintext"})
+_LISTS: Final = frozenset({"ul", "ol", "menu", "dir", "dl"})
+_ITEMS: Final = frozenset({"li", "dt", "dd"})
+_TABLE_PARTS: Final = frozenset({"table", "caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th"})
+
+# Frame kinds: what leaving an element undoes.
+_F_INLINE, _F_BLOCK, _F_HIDDEN, _F_HEADING, _F_PRE, _F_ITEM, _F_LIST, _F_QUOTE = range(8)
+
+
+@dataclass(slots=True)
+class _Item:
+    depth: int
+    attrs: dict[str, Any]
+    is_term: bool
+    block_id: str | None = None
+
+
+@dataclass(slots=True)
+class _Typed:
+    kind: int  # _F_HEADING, _F_PRE or _F_ITEM
+    level: int = 0
+    language: str | None = None
+    item: _Item | None = None
+
+
+class _Cut(Exception):  # control flow, not an error
+    """The output budget ran out."""
+
+
+def _is_hidden(tag: str, attrs: dict[str, str | None]) -> bool:
+    if tag in _SKIP_HIDDEN:
+        return True
+    if not attrs:
+        return False
+    if "hidden" in attrs and (attrs["hidden"] or "").strip().lower() != "until-found":
+        return True
+    aria = attrs.get("aria-hidden")
+    if aria is not None and aria.strip().lower() == "true":
+        return True
+    style = attrs.get("style")
+    if style and _DISPLAY_NONE.search(style):
+        return True
+    return tag == "dialog" and "open" not in attrs
+
+
+def _nonspace(text: str) -> int:
+    """The characters of a block's text that are not collapsible whitespace (what coverage counts)."""
+    n = len(text) - text.count(" ") - text.count("\n")
+    if "\t" in text or "\r" in text or "\f" in text:
+        n -= text.count("\t") + text.count("\r") + text.count("\f")
+    return n
+
+
+class _Walker:
+    def __init__(
+        self,
+        builder: ArtifactBuilder,
+        budget: OutputBudget,
+        source: _SourceMap | None,
+        lines: LineIndex | None,
+    ) -> None:
+        self.b = builder
+        self.budget = budget
+        self.source = source
+        self.lines = lines
+        self.sections = SectionTracker()
+        self.frames: list[int] = []
+        self.typed: list[_Typed] = []
+        self.items: list[_Item] = []  # open list items, outermost first
+        self.done = 0  # items[:done] have their blocks; the rest are pending (always a suffix)
+        self.hidden = 0
+        self.pre = 0
+        self.quote = 0
+        self.list_depth = 0
+        self.cut = False
+        self.cut_line = 0
+        self.total = 0
+        self.extracted = 0
+        # the current run
+        self.pieces: list[str] = []
+        self.first = -2  # source offset of the run's first non-space character; -2 none yet, -1 unplaced
+        self.last = -1
+        self.ids: list[str] = []  # anchors waiting for the next block
+        self.anchors: list[tuple[int, str, int]] = []  # (frame depth, id, text nodes seen when it was entered)
+        self.seen = 0  # non-blank text nodes taken so far
+
+    # -- text --------------------------------------------------------------------------------------------------
+
+    def _place(self, data: str) -> tuple[int, int] | None:
+        """Source offsets of ``data``'s first non-space character and of the end of its last one."""
+        src = self.source
+        if src is None:
+            return None
+        # The text without its edge whitespace: the parser may have merged whitespace from beyond a tag into the
+        # node (the newline after </body>), but the characters between the first and last non-space ones are one
+        # source run unless the parser moved or merged text (then the node stays unplaced).
+        core = data.strip(" \t\n\r\f")
+        found = src.locate(core)
+        if found is None:
+            return None
+        run, off = found
+        return src.to_source(run, off, end=False), src.to_source(run, off + len(core), end=True)
+
+    def on_text(self, node: LexborNode) -> None:
+        data = node.text_content
+        if not data:
+            return
+        if self.hidden:
+            if self.source is not None and not data.isspace():
+                self.source.locate(data.strip(" \t\n\r\f"))
+            return
+        self.pieces.append(data)  # whitespace collapses when the run is flushed, once for the whole run
+        if data.isspace():
+            return
+        self.seen += 1
+        where = self._place(data)
+        if self.first == -2:
+            self.first = where[0] if where else -1
+        self.last = where[1] if where else -1
+
+    # -- elements ----------------------------------------------------------------------------------------------
+
+    def on_enter(self, node: LexborNode) -> bool:
+        tag = node.tag
+        if tag in _SKIP_SILENT:
+            return False
+        if self.hidden:
+            self.frames.append(_F_INLINE)
+            return True
+        attrs = node.attributes
+        if _is_hidden(tag, attrs):
+            self.hidden += 1
+            self.frames.append(_F_HIDDEN)
+            return True
+        anchor = (attrs.get("id") or (attrs.get("name") if tag == "a" else None)) if attrs else None
+        if tag == "br":
+            self.pieces.append("\n" if self.pre else _BR)
+            return False
+        if tag not in _BLOCK:
+            self.frames.append(_F_INLINE)
+            if anchor:
+                self._anchor(anchor)
+            return True
+        self.flush()  # the run before this block ends here; an anchor on the block belongs to what follows
+        if tag == "table" and not _is_layout_table(node, attrs):
+            self._table(node, anchor)
+            return False
+        if tag in _HEADINGS:
+            self.typed.append(_Typed(_F_HEADING, level=_HEADINGS[tag]))
+            self.frames.append(_F_HEADING)
+        elif tag in _PRE:
+            self.typed.append(_Typed(_F_PRE, language=_language(node, attrs)))
+            self.pre += 1
+            self.frames.append(_F_PRE)
+        elif tag in _ITEMS:
+            item_attrs: dict[str, Any] = {}
+            if tag == "li":
+                item_attrs["ordered"] = node.parent is not None and node.parent.tag == "ol"
+            elif tag == "dt":
+                item_attrs["term"] = True
+            else:
+                item_attrs["definition"] = True
+            item = _Item(max(0, self.list_depth - 1), item_attrs, tag == "dt")
+            self.items.append(item)  # its block comes with its first content (outer pending items with it)
+            self.typed.append(_Typed(_F_ITEM, item=item))
+            self.frames.append(_F_ITEM)
+        elif tag in _LISTS:
+            self.list_depth += 1
+            self.frames.append(_F_LIST)
+        elif tag == "blockquote":
+            self.quote += 1
+            self.frames.append(_F_QUOTE)
+        else:
+            self.frames.append(_F_BLOCK)
+        if anchor:
+            self._anchor(anchor)
+        return True
+
+    def _anchor(self, anchor: str) -> None:
+        """An id on the element just entered: a key of the block its text goes to (dropped if it has none)."""
+        self.ids.append(anchor)
+        self.anchors.append((len(self.frames), anchor, self.seen))
+
+    def on_leave(self, node: LexborNode) -> None:
+        depth = len(self.frames)
+        kind = self.frames.pop()
+        if self.anchors and self.anchors[-1][0] == depth:
+            _, anchor, seen = self.anchors.pop()
+            if seen == self.seen and anchor in self.ids:  # an empty element: its id names no text
+                del self.ids[len(self.ids) - 1 - self.ids[::-1].index(anchor)]
+        if kind == _F_INLINE:
+            return
+        if kind == _F_HIDDEN:
+            self.hidden -= 1
+            return
+        self.flush()
+        if kind == _F_HEADING:
+            self.typed.pop()
+        elif kind == _F_PRE:
+            self.typed.pop()
+            self.pre -= 1
+        elif kind == _F_ITEM:
+            self.typed.pop()
+            self.items.pop()
+            self.done = min(self.done, len(self.items))
+        elif kind == _F_LIST:
+            self.list_depth -= 1
+        elif kind == _F_QUOTE:
+            self.quote -= 1
+
+    # -- blocks ------------------------------------------------------------------------------------------------
+
+    def _reset_run(self) -> None:
+        self.pieces = []
+        self.first = -2
+        self.last = -1
+
+    def flush(self) -> None:
+        pieces = self.pieces
+        if not pieces:
+            return
+        first, last = self.first, self.last
+        self._reset_run()
+        if first == -2:  # nothing but whitespace
+            return
+        top = self.typed[-1] if self.typed else None
+        if top is not None and top.kind == _F_PRE:
+            text = "".join(pieces).lstrip("\n").rstrip()
+        else:
+            text = "".join(pieces)
+            # collapse as CSS does; for ASCII text str.split() splits on exactly _WS's characters, and is faster
+            text = " ".join(text.split()) if text.isascii() else _WS.sub(" ", text)
+            if _BR in text:
+                text = "\n".join(line.strip(" ") for line in text.split(_BR))
+                text = text.strip("\n")
+            text = text.strip(" ")
+        if not text:
+            return
+        count = _nonspace(text)
+        self.total += count
+        if self.cut:
+            return
+        ids, self.ids = self.ids, []
+        try:
+            self._emit(text, top, first, last, ids)
+        except _Cut:
+            self.cut = True
+            self.cut_line = self._line(first)
+            return
+        self.extracted += count
+
+    def _line(self, pos: int) -> int:
+        if pos < 0 or self.lines is None:
+            return 0
+        return self.lines.line_of(pos)
+
+    def _locator(self, first: int, last: int) -> dict[str, Any]:
+        if first < 0 or last < 0 or last < first or self.lines is None:
+            return make_locator(line_start=0, line_end=0, char_start=-1, char_end=-1)
+        return make_locator(
+            line_start=self.lines.line_of(first),
+            line_end=self.lines.line_of(max(first, last - 1)),
+            char_start=first,
+            char_end=last,
+        )
+
+    def _add(
+        self,
+        type_: str,
+        text: str,
+        locator: dict[str, Any],
+        *,
+        parent: str | None,
+        depth: int | None = None,
+        attrs: dict[str, Any] | None = None,
+        keys: list[str] | None = None,
+        section_path: list[str] | None = None,
+    ) -> str:
+        if self.quote:
+            attrs = dict(attrs) if attrs else {}
+            attrs["quote"] = True
+            attrs["quote_depth"] = self.quote
+        path = self.sections.path if section_path is None else section_path
+        if not self.budget.take(text, path, keys or (), attrs):
+            raise _Cut
+        return self.b.add_block(
+            type_, text, locator=locator, section_path=path, keys=keys or (), parent=parent, depth=depth, attrs=attrs
+        )
+
+    def _container_parent(self) -> str | None:
+        """The innermost item with a block, else the heading of the current section."""
+        if self.done:
+            return self.items[self.done - 1].block_id
+        return self.sections.heading_id
+
+    def _materialize(self, upto: int, at: int = -1) -> None:
+        """Give every pending item among ``items[:upto]`` an empty-text block (at source offset ``at``)."""
+        while self.done < upto:
+            item = self.items[self.done]
+            item.block_id = self._add(
+                "list", "", self._locator(at, at), parent=self._container_parent(), depth=item.depth, attrs=item.attrs
+            )
+            self.done += 1
+
+    def _emit(self, text: str, top: _Typed | None, first: int, last: int, ids: list[str]) -> None:
+        locator = self._locator(first, last)
+        if top is not None and top.kind == _F_ITEM and top.item is not None and top.item.block_id is None:
+            item = top.item
+            self._materialize(len(self.items) - 1, first)
+            keys = [text, *ids] if item.is_term else ids
+            item.block_id = self._add(
+                "list", text, locator, parent=self._container_parent(), depth=item.depth, attrs=item.attrs, keys=keys
+            )
+            self.done = len(self.items)
+            return
+        self._materialize(len(self.items), first)
+        if top is not None and top.kind == _F_HEADING:
+            keys = [text, *ids]
+            if self.items or self.quote:
+                self._add("heading", text, locator, parent=self._container_parent(), depth=top.level, keys=keys)
+                return
+            level = top.level
+            bid = self._add(
+                "heading",
+                text,
+                locator,
+                parent=self.sections.parent_for(level),
+                depth=level,
+                keys=keys,
+                section_path=self.sections.path_with(level, text),
+            )
+            self.sections.enter(level, text, bid)
+            return
+        if top is not None and top.kind == _F_PRE:
+            attrs = {"language": top.language} if top.language else None
+            self._add("code", text, locator, parent=self._container_parent(), attrs=attrs, keys=ids)
+            return
+        self._add("paragraph", text, locator, parent=self._container_parent(), keys=ids)
+
+    # -- tables ------------------------------------------------------------------------------------------------
+
+    def _table(self, table: LexborNode, anchor: str | None) -> None:
+        reader = _TableReader(self)
+        _traverse(table, reader.on_enter, reader.on_leave, reader.on_text)
+        grid = reader.grid()
+        if not grid and not reader.caption:
+            return
+        columns: list[str] = []
+        rows = grid
+        if grid and reader.header_first:
+            columns, rows = grid[0], grid[1:]
+        lines_out = [reader.caption] if reader.caption else []
+        lines_out.extend("\t".join(r) for r in ([columns] if columns else []) + rows)
+        text = "\n".join(lines_out)
+        if not text.strip():
+            return
+        count = _nonspace(text)
+        # the table's whole text counts, so a grid cut short by its bounds shows in coverage
+        self.total += _nonspace(reader.caption) + sum(_nonspace(t) for row in reader.rows for t, _, _ in row.cells)
+        if self.cut:
+            return
+        keys = [reader.caption] if reader.caption else []
+        if anchor:
+            keys.append(anchor)
+        keys.extend(reader.ids)
+        table_attrs: dict[str, Any] = {"table": {"columns": columns, "rows": rows}}
+        first, last = reader.first, reader.last
+        if reader.truncated:
+            table_attrs["table_truncated"] = True
+            where = f"the table at line {self._line(first)}" if first >= 0 else "a table"
+            self.b.fail(
+                f"cells of {where}",
+                f"not extracted: its spans ask for more than {MAX_TABLE_WIDTH:,} columns or {MAX_TABLE_CELLS:,} "
+                "cells; the grid was cut there",
+            )
+        try:
+            self._materialize(len(self.items), first)
+            self._add(
+                "paragraph",
+                text,
+                self._locator(first, last),
+                parent=self._container_parent(),
+                attrs=table_attrs,
+                keys=keys,
+            )
+        except _Cut:
+            self.cut = True
+            self.cut_line = self._line(first)
+            return
+        self.extracted += count
+
+
+def _language(node: LexborNode, attrs: dict[str, str | None]) -> str | None:
+    for cls in (attrs.get("class"), _first_code_class(node)):
+        if cls:
+            m = _LANG_CLASS.search(cls)
+            if m:
+                return m.group(1)
+    return None
+
+
+def _first_code_class(node: LexborNode) -> str | None:
+    child = node.first_child
+    while child is not None and child.is_text_node and not (child.text_content or "").strip():
+        child = child.next
+    if child is not None and child.tag == "code":
+        return child.attributes.get("class")
+    return None
+
+
+def _is_layout_table(node: LexborNode, attrs: dict[str, str | None]) -> bool:
+    role = (attrs.get("role") or "").strip().lower()
+    if role in ("presentation", "none"):
+        return True
+    if node.css_first("h1, h2, h3, h4, h5, h6") is not None:
+        return True
+    cells = len(node.css("td, th"))
+    if cells <= 1:
+        return True
+    paragraphs = len(node.css("p"))
+    return paragraphs >= 2 and paragraphs * 2 >= cells
+
+
+@dataclass(slots=True)
+class _Row:
+    head: bool  # in thead
+    cells: list[tuple[str, int, int]]  # (text, colspan, rowspan)
+    th: list[bool]
+
+
+class _TableReader:
+    """Collects a data table's caption and cells (a nested table's text joins the cell it is in)."""
+
+    def __init__(self, walker: _Walker) -> None:
+        self.w = walker
+        self.rows: list[_Row] = []
+        self.cell: list[str] | None = None
+        self.caption = ""
+        self.caption_parts: list[str] = []
+        self.in_caption = 0
+        self.depth = 0  # tables open: 1 inside this table, more inside a nested one
+        self.thead = 0
+        self.hidden = 0
+        self.frames: list[bool] = []  # per element gone into: whether it hid its content
+        self.first = -2
+        self.last = -1
+        self.ids: list[str] = []
+        self.header_first = False
+        self.truncated = False
+
+    def _target(self) -> list[str] | None:
+        if self.cell is not None:
+            return self.cell
+        return self.caption_parts if self.in_caption else None
+
+    def on_enter(self, node: LexborNode) -> bool:
+        tag = node.tag
+        if tag in _SKIP_SILENT:
+            return False
+        if self.hidden:
+            self.hidden += 1
+            self.frames.append(True)
+            return True
+        attrs = node.attributes
+        if _is_hidden(tag, attrs):
+            self.hidden += 1
+            self.frames.append(True)
+            return True
+        if attrs:
+            anchor = attrs.get("id") or (attrs.get("name") if tag == "a" else None)
+            if anchor:
+                self.ids.append(anchor)
+        if tag == "br":
+            target = self._target()
+            if target is not None:
+                target.append(" ")
+            return False
+        self.frames.append(False)
+        if tag == "table":
+            self.depth += 1
+        if self.depth > 1 or tag not in _TABLE_PARTS:
+            target = self._target()
+            if target is not None and tag in _BLOCK:
+                target.append(" ")
+            return True
+        if tag == "caption":
+            self.in_caption += 1
+        elif tag == "thead":
+            self.thead += 1
+        elif tag == "tr":
+            self.rows.append(_Row(self.thead > 0, [], []))
+        elif tag in ("td", "th"):
+            if not self.rows:
+                self.rows.append(_Row(self.thead > 0, [], []))
+            row = self.rows[-1]
+            row.cells.append(("", _span(attrs.get("colspan"), MAX_COLSPAN), _span(attrs.get("rowspan"), MAX_ROWSPAN)))
+            row.th.append(tag == "th")
+            self.cell = []
+        return True
+
+    def on_leave(self, node: LexborNode) -> None:
+        if self.frames.pop():
+            self.hidden -= 1
+            return
+        tag = node.tag
+        nested = self.depth > 1
+        if tag == "table":
+            self.depth -= 1
+        if nested or tag not in _TABLE_PARTS:
+            if tag in _BLOCK:
+                target = self._target()
+                if target is not None:
+                    target.append(" ")
+            return
+        if tag == "caption":
+            self.in_caption -= 1
+            if not self.in_caption:
+                self.caption = _WS.sub(" ", "".join(self.caption_parts)).strip()
+        elif tag == "thead":
+            self.thead -= 1
+        elif tag in ("td", "th") and self.cell is not None:
+            text = _WS.sub(" ", "".join(self.cell)).strip()
+            row = self.rows[-1]
+            row.cells[-1] = (text, *row.cells[-1][1:])
+            self.cell = None
+
+    def on_text(self, node: LexborNode) -> None:
+        data = node.text_content
+        if not data:
+            return
+        source = self.w.source
+        if self.hidden:
+            if source is not None and not data.isspace():
+                source.locate(data.strip(" \t\n\r\f"))
+            return
+        target = self._target()
+        if target is None:
+            return  # whitespace the parser left between rows
+        target.append(data)
+        if data.isspace():
+            return
+        where = self.w._place(data)
+        if self.first == -2:
+            self.first = where[0] if where else -1
+        self.last = where[1] if where else -1
+
+    def grid(self) -> list[list[str]]:
+        """The rows as a rectangular grid: a spanning cell's text in its first slot, "" in the slots it covers.
+
+        Bounded whatever the spans ask: rows at most ``MAX_TABLE_WIDTH`` slots wide, and no more than
+        ``MAX_TABLE_CELLS`` slots (those rowspans cover included); past either the table is cut and marked.
+        """
+        grid: list[list[str]] = []
+        covered: set[tuple[int, int]] = set()  # slots taken by rowspans from rows above
+        width = 0
+        cells = 0
+        n_rows = len(self.rows)
+        for r, row in enumerate(self.rows):
+            out: list[str] = []
+            c = 0
+            for text, colspan, rowspan in row.cells:
+                while (r, c) in covered:
+                    covered.discard((r, c))
+                    out.append("")
+                    c += 1
+                span = min(colspan, MAX_TABLE_WIDTH - c)
+                if span <= 0:
+                    self.truncated = True
+                    break
+                out.append(text)
+                out.extend("" for _ in range(span - 1))
+                down = n_rows - r if rowspan == 0 else min(rowspan, n_rows - r)
+                if (down - 1) * span + len(covered) + cells > MAX_TABLE_CELLS:
+                    self.truncated = True
+                    down = 1
+                for rr in range(r + 1, r + down):
+                    for cc in range(c, c + span):
+                        covered.add((rr, cc))
+                c += span
+            while (r, c) in covered:
+                covered.discard((r, c))
+                out.append("")
+                c += 1
+            cells += len(out)
+            if cells > MAX_TABLE_CELLS:
+                self.truncated = True
+                break
+            width = max(width, len(out))
+            grid.append(out)
+        if width * len(grid) > MAX_TABLE_CELLS:  # short rows padded to the widest
+            self.truncated = True
+            grid = grid[: max(1, MAX_TABLE_CELLS // max(1, width))]
+        for out in grid:
+            if len(out) < width:
+                out.extend("" for _ in range(width - len(out)))
+        if grid:
+            first = self.rows[0]
+            self.header_first = first.head or (bool(first.th) and all(first.th))
+        return grid
+
+
+def _span(value: str | None, limit: int) -> int:
+    try:
+        n = int((value or "1").strip())
+    except ValueError:
+        return 1
+    if n < 0:
+        return 1
+    if n == 0:
+        return 0 if limit == MAX_ROWSPAN else 1
+    return min(n, limit)
+
+
+def _traverse(
+    root: LexborNode,
+    on_enter: Callable[[LexborNode], bool],
+    on_leave: Callable[[LexborNode], None],
+    on_text: Callable[[LexborNode], None],
+) -> None:
+    """Visit ``root`` and its descendants in document order without recursion.
+
+    ``on_enter(element)`` returns whether to go into the element; ``on_leave`` is called for each element gone
+    into, after its children.
+    """
+    if not on_enter(root):
+        return
+    root_id = root.mem_id
+    node = root.first_child
+    if node is None:
+        on_leave(root)
+        return
+    while True:
+        if node.is_text_node:
+            on_text(node)
+        elif node.is_element_node and on_enter(node):
+            child = node.first_child
+            if child is not None:
+                node = child
+                continue
+            on_leave(node)
+        while True:
+            nxt = node.next
+            if nxt is not None:
+                node = nxt
+                break
+            node = node.parent
+            if node is None:
+                return
+            on_leave(node)
+            if node.mem_id == root_id:
+                return
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _run(tree: LexborHTMLParser, walker: _Walker) -> None:
+    root = tree.root
+    if root is None:
+        return
+    # head is left out, but its text is stepped over so the source cursor stays in step
+    head = tree.head
+    if head is not None and walker.source is not None:
+        walker.hidden += 1
+        _traverse(head, lambda n: n.tag not in ("script", "style", "template"), lambda n: None, walker.on_text)
+        walker.hidden -= 1
+    body = tree.body
+    if body is not None:
+        _traverse(body, walker.on_enter, walker.on_leave, walker.on_text)
+    else:
+        _traverse(root, walker.on_enter, walker.on_leave, walker.on_text)
+    walker.flush()
+
+
+def visible_text(html: str) -> str:
+    """What an HTML fragment shows, its blocks' texts joined by newlines (for Markdown's HTML blocks)."""
+    tree = LexborHTMLParser(html)
+    builder = ArtifactBuilder("html", parser=PARSER, parser_version=PARSER_VERSION, unit="chars")
+    walker = _Walker(builder, OutputBudget(1 << 62), None, None)
+    _run(tree, walker)
+    return "\n".join(b["text"] for b in builder.blocks if b["text"])
+
+
+def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """The artifact of one file (see the module docstring); raises ExtractionError (encoding, resource_limit)."""
+    with no_gc():
+        return _extract(data, request)
+
+
+def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    decoded, warning = _decode(data, request.encoding)
+    refuse_wide_text(data, decoded.source)
+    text = decoded.text
+    del data
+    builder = ArtifactBuilder(
+        "html", parser=PARSER, parser_version=PARSER_VERSION, unit="chars", options=request.options()
+    )
+    builder.attrs["encoding"] = decoded.encoding
+    if warning:
+        builder.warn(warning)
+    budget = OutputBudget(request.max_output_bytes)
+    budget.charge(512)
+
+    tree = LexborHTMLParser(text)
+    title_node = tree.head.css_first("title") if tree.head is not None else None
+    if title_node is not None:
+        title = _WS.sub(" ", title_node.text(deep=True)).strip()[:MAX_TITLE_CHARS]
+        if title:
+            builder.attrs["title"] = title
+            budget.charge(len(title.encode("utf-8")) * 2 + 16)
+    root = tree.root
+    if root is not None:
+        lang = (root.attributes.get("lang") or "").strip()
+        if lang:
+            builder.attrs["lang"] = lang[:100]
+            budget.charge(len(lang.encode("utf-8")) + 16)
+
+    walker = _Walker(builder, budget, _SourceMap(text), LineIndex(text))
+    _run(tree, walker)
+    if walker.cut:
+        missing = walker.total - walker.extracted
+        where = f"from line {walker.cut_line} on" if walker.cut_line else "after the last block"
+        builder.fail(f"{missing} characters of text {where}", OUTPUT_LIMIT_REASON)
+    builder.coverage(total=walker.total, extracted=walker.extracted)
+    return builder.build()

@@ -1,0 +1,369 @@
+"""PPTX: one lxml pass over the deck's slides (coverage unit "slides").
+
+Slides are read in the order of ``p:sldIdLst``; slide N's blocks have ``page_start = page_end = N``.
+
+- The title placeholder (``title`` / ``ctrTitle``) is a ``heading`` of depth 1, first on its slide. Every other
+  block of a titled slide has ``section_path = [title]`` and the heading as parent. An untitled slide gets no
+  invented heading: its blocks have an empty section path (the page locator still places them).
+- Then the shape tree in document order (z-order: the order the author added shapes, which is also the order
+  PowerPoint's reading-order pane and screen readers use): each text frame (placeholder, text box, auto shape)
+  is one ``paragraph`` block with its paragraphs joined by newlines; group shapes are read through, to any depth,
+  iteratively; a table (``a:tbl``) is a ``paragraph`` block with ``attrs.table = {"columns": first row, "rows":
+  the others}`` (a cell merged into its neighbour — ``hMerge``/``vMerge`` — is ``null``); a chart's title, series
+  and category names are one ``paragraph`` block with ``attrs.chart = true``.
+- Last, the speaker notes (the notes slide's body placeholder) as a ``paragraph`` block with ``attrs.notes = true``.
+- A hidden slide (``show="0"``) is extracted like the others; its blocks carry ``attrs.hidden = true``.
+
+A slide part that is missing or not well-formed is a failed unit ``slide N``; a shape whose content cannot be read
+(a chart whose part is missing or broken, a shape nested past the depth limit) is a failed unit ``slide N shape M``
+(M = the shape's position in the slide's tree, 1-based, depth-first) and the slide still counts as extracted.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+from lxml import etree
+
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.zipsafe import has_member, open_package
+from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.contract import ErrorCode, ExtractionError
+
+KIND = "pptx"
+PARSER = "loom-pptx"
+PARSER_VERSION = "1+lxml-" + ".".join(str(v) for v in etree.LXML_VERSION[:3])
+UNIT = "slides"
+OUTPUT_RESERVE = 0.92
+MAX_GROUP_DEPTH = 200
+CUT_REASON = "not extracted: the artifact reached its output size limit"
+
+A_NAMESPACES = (
+    "http://schemas.openxmlformats.org/drawingml/2006/main",
+    "http://purl.oclc.org/ooxml/drawingml/main",
+)
+P_NAMESPACES = (
+    "http://schemas.openxmlformats.org/presentationml/2006/main",
+    "http://purl.oclc.org/ooxml/presentationml/main",
+)
+C_NAMESPACES = (
+    "http://schemas.openxmlformats.org/drawingml/2006/chart",
+    "http://purl.oclc.org/ooxml/drawingml/chart",
+)
+R_IDS = (
+    "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id",
+    "{http://purl.oclc.org/ooxml/officeDocument/relationships}id",
+)
+
+
+def _tags(name: str, spaces: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(f"{{{ns}}}{name}" for ns in spaces)
+
+
+T_A_P = _tags("p", A_NAMESPACES)
+T_A_T = _tags("t", A_NAMESPACES)
+T_A_BR = _tags("br", A_NAMESPACES)
+T_A_FLD = _tags("fld", A_NAMESPACES)
+T_TXBODY = _tags("txBody", P_NAMESPACES) | _tags("txBody", A_NAMESPACES)
+T_TBL = _tags("tbl", A_NAMESPACES)
+T_TR = _tags("tr", A_NAMESPACES)
+T_TC = _tags("tc", A_NAMESPACES)
+T_MC_ALT = frozenset({f"{{{MC_NS}}}AlternateContent"})
+
+
+def _rid(el: Any) -> str | None:
+    for key in R_IDS:
+        v = el.get(key)
+        if v:
+            return v
+    return None
+
+
+def _child(el: Any, name: str) -> Any:
+    for c in el:
+        if local(c.tag) == name:
+            return c
+    return None
+
+
+def _find(el: Any, *path: str) -> Any:
+    cur = el
+    for name in path:
+        if cur is None:
+            return None
+        cur = _child(cur, name)
+    return cur
+
+
+def _paragraphs(txbody: Any) -> list[str]:
+    out: list[str] = []
+    for p in txbody:
+        if p.tag not in T_A_P:
+            continue
+        parts: list[str] = []
+        for el in p.iter():
+            tag = el.tag
+            if tag in T_A_T:
+                if el.text:
+                    parts.append(el.text)
+            elif tag in T_A_BR:
+                parts.append("\n")
+        out.append("".join(parts).replace("\x00", "").replace("\x0b", "\n").strip())
+    return out
+
+
+def _text_frame(shape: Any) -> str:
+    body = next((c for c in shape if c.tag in T_TXBODY), None)
+    if body is None:
+        return ""
+    return "\n".join(p for p in _paragraphs(body) if p)
+
+
+def _placeholder(shape: Any) -> str | None:
+    """The placeholder type of a shape ('body' for a typeless one), or None."""
+    nv = next((c for c in shape if local(c.tag).startswith("nv")), None)
+    if nv is None:
+        return None
+    ph = _find(nv, "nvPr", "ph")
+    if ph is None:
+        return None
+    return ph.get("type") or "body"
+
+
+def _table(tbl: Any) -> list[list[str | None]]:
+    rows: list[list[str | None]] = []
+    for tr in tbl:
+        if tr.tag not in T_TR:
+            continue
+        row: list[str | None] = []
+        for tc in tr:
+            if tc.tag not in T_TC:
+                continue
+            if tc.get("hMerge") in ("1", "true") or tc.get("vMerge") in ("1", "true"):
+                row.append(None)
+                continue
+            body = next((c for c in tc if c.tag in T_TXBODY), None)
+            row.append("\n".join(p for p in _paragraphs(body) if p) if body is not None else "")
+        rows.append(row)
+    width = max((len(r) for r in rows), default=0)
+    for r in rows:
+        r.extend([None] * (width - len(r)))
+    return rows
+
+
+def _table_text(rows: list[list[str | None]]) -> str:
+    return "\n".join(" | ".join((c or "").replace("\n", " ") for c in r) for r in rows)
+
+
+def _chart_text(root: Any) -> str:
+    """A chart's title, series names and category labels (no values)."""
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(t: str | None) -> None:
+        if t and t.strip() and t.strip() not in seen and len(out) < 2000:
+            seen.add(t.strip())
+            out.append(t.strip())
+
+    for el in root.iter():
+        name = local(el.tag)
+        if name == "title":
+            add("".join(t.text or "" for t in el.iter() if t.tag in T_A_T))
+        elif name in ("tx", "cat"):
+            for v in el.iter():
+                if local(v.tag) == "v":
+                    add(v.text)
+    return "\n".join(out)
+
+
+class _Deck:
+    def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder) -> None:
+        self.zf = zf
+        self.builder = builder
+
+    def slide(self, number: int, part: str, hidden_hint: bool) -> None:
+        b = self.builder
+        root = parse_part(self.zf, part, KIND)
+        hidden = hidden_hint or root.get("show") in ("0", "false")
+        rels = {rid: (rtype, target) for rid, rtype, target in read_rels(self.zf, part, KIND)}
+        tree = _find(root, "cSld", "spTree")
+        loc = make_locator(page_start=number, page_end=number)
+        base_attrs: dict[str, Any] = {"hidden": True} if hidden else {}
+        items: list[tuple[int, str, str, dict[str, Any]]] = []  # (shape number, kind, text, attrs)
+        title: str | None = None
+        failures: list[tuple[int, str]] = []
+        if tree is not None:
+            for n, shape, depth in _shapes(tree):
+                if depth > MAX_GROUP_DEPTH:
+                    failures.append((n, f"shape nested more than {MAX_GROUP_DEPTH} groups deep"))
+                    continue
+                try:
+                    kind, text, attrs = self.shape(shape, rels)
+                except ExtractionError as exc:
+                    failures.append((n, exc.message))
+                    continue
+                if not text:
+                    continue
+                if kind == "title" and title is None:
+                    title = text
+                    continue
+                items.append((n, kind, text, attrs))
+        heading_id = None
+        path: list[str] = []
+        if title is not None:
+            heading_text = " ".join(title.split("\n"))
+            heading_id = b.add_block(
+                "heading", heading_text, depth=1, section_path=[heading_text], locator=loc, attrs=dict(base_attrs)
+            )
+            path = [heading_text]
+        for _n, _kind, text, attrs in items:
+            b.add_block(
+                "paragraph", text, parent=heading_id, section_path=path, locator=loc, attrs={**base_attrs, **attrs}
+            )
+        notes = self.notes(rels)
+        if notes:
+            b.add_block(
+                "paragraph",
+                notes,
+                parent=heading_id,
+                section_path=path,
+                locator=loc,
+                attrs={**base_attrs, "notes": True},
+            )
+        for n, reason in failures:
+            b.fail(f"slide {number} shape {n}", reason)
+
+    def shape(self, shape: Any, rels: dict[str, tuple[str, str]]) -> tuple[str, str, dict[str, Any]]:
+        name = local(shape.tag)
+        if name in ("sp", "cxnSp"):
+            ph = _placeholder(shape)
+            text = _text_frame(shape)
+            if ph in ("title", "ctrTitle"):
+                return "title", text, {}
+            attrs: dict[str, Any] = {"placeholder": ph} if ph else {}
+            return "text", text, attrs
+        if name == "graphicFrame":
+            data = _find(shape, "graphic", "graphicData")
+            if data is None:
+                return "none", "", {}
+            tbl = next((c for c in data if c.tag in T_TBL), None)
+            if tbl is not None:
+                rows = _table(tbl)
+                if not rows or not any(any(c for c in r) for r in rows):
+                    return "none", "", {}
+                return "table", _table_text(rows), {"table": {"columns": rows[0], "rows": rows[1:]}}
+            chart = next((c for c in data if local(c.tag) == "chart"), None)
+            if chart is not None:
+                rid = _rid(chart)
+                target = rels.get(rid or "")
+                if target is None or not has_member(self.zf, target[1]):
+                    raise ExtractionError(ErrorCode.CORRUPT, "the chart's part is missing")
+                text = _chart_text(parse_part(self.zf, target[1], KIND))
+                return "chart", text, {"chart": True}
+            return "none", "", {}
+        # anything else with text in it (ink, content parts, unknown extensions): read its text frames
+        texts = [_text_frame(el) for el in shape.iter() if local(el.tag) in ("sp",)]
+        return "text", "\n".join(t for t in texts if t), {}
+
+    def notes(self, rels: dict[str, tuple[str, str]]) -> str:
+        for rtype, target in rels.values():
+            if rtype != "notesSlide" or not has_member(self.zf, target):
+                continue
+            try:
+                root = parse_part(self.zf, target, KIND)
+            except ExtractionError:
+                return ""
+            tree = _find(root, "cSld", "spTree")
+            if tree is None:
+                return ""
+            texts = []
+            for _n, shape, _d in _shapes(tree):
+                if local(shape.tag) == "sp" and _placeholder(shape) == "body":
+                    t = _text_frame(shape)
+                    if t:
+                        texts.append(t)
+            return "\n".join(texts)
+        return ""
+
+
+def _shapes(tree: Any) -> Iterator[tuple[int, Any, int]]:
+    """(number, shape, group depth) of the shapes in a shape tree, depth-first, groups read through."""
+    n = 0
+    stack: list[tuple[Iterator[Any], int]] = [(iter(tree), 0)]
+    while stack:
+        it, depth = stack[-1]
+        for el in it:
+            tag = el.tag
+            if not isinstance(tag, str):
+                continue
+            name = local(tag)
+            if name == "grpSp":
+                stack.append((iter(el), depth + 1))
+                break
+            if tag in T_MC_ALT:
+                choice = next((c for c in el if local(c.tag) == "Choice"), None)
+                if choice is not None:
+                    stack.append((iter(choice), depth))
+                    break
+                continue
+            if name in ("nvGrpSpPr", "grpSpPr", "extLst"):
+                continue
+            n += 1
+            yield n, el, depth
+        else:
+            stack.pop()
+
+
+def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    zf = open_package(data, KIND)
+    try:
+        return _extract(zf, request)
+    except (zipfile.BadZipFile, KeyError, EOFError, OSError) as exc:
+        raise ExtractionError(ErrorCode.CORRUPT, f"the pptx package cannot be read: {exc}") from None
+    except RecursionError:
+        raise ExtractionError(ErrorCode.CORRUPT, "the pptx file nests its content too deeply to read") from None
+    finally:
+        zf.close()
+
+
+def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
+    main = main_part(zf, KIND, "ppt/presentation.xml")
+    root = parse_part(zf, main, KIND)
+    if local(root.tag) != "presentation":
+        raise ExtractionError(ErrorCode.CORRUPT, f"part {main} of the pptx file is not a PresentationML presentation")
+    rels = {rid: target for rid, rtype, target in read_rels(zf, main, KIND) if rtype == "slide"}
+    slide_ids = _child(root, "sldIdLst")
+    order: list[str | None] = []
+    if slide_ids is not None:
+        for sid in slide_ids:
+            if local(sid.tag) == "sldId":
+                order.append(rels.get(_rid(sid) or ""))
+    builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
+    builder.attrs["slides"] = len(order)
+    budget = int(request.max_output_bytes * OUTPUT_RESERVE)
+    deck = _Deck(zf, builder)
+    extracted = 0
+    cut = False
+    for number, part in enumerate(order, start=1):
+        if cut or builder.text_chars > budget:
+            cut = True
+            builder.fail(f"slide {number}", CUT_REASON)
+            continue
+        if part is None or not has_member(zf, part):
+            builder.fail(f"slide {number}", "the slide's part is missing from the package")
+            continue
+        try:
+            deck.slide(number, part, False)
+        except ExtractionError as exc:
+            if exc.code == ErrorCode.RESOURCE_LIMIT:
+                raise
+            builder.fail(f"slide {number}", exc.message)
+            continue
+        extracted += 1
+    if cut:
+        builder.warn("the artifact reached its output size limit; the remaining slides were not extracted")
+    builder.coverage(total=len(order), extracted=extracted)
+    return builder.build()

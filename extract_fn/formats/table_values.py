@@ -1,0 +1,536 @@
+"""Typed table values shared by the tabular formats (csv, xlsx, parquet).
+
+What lives here, and the encodings every tabular artifact uses (the contract's tables section):
+
+* **Column types** are what every non-null value of the column is: ``string``, ``number``, ``bool``, ``date``,
+  ``datetime`` (dates and date-times together), ``time``, ``duration``, or ``mixed``. Nulls and cell errors
+  (``{"error": "#DIV/0!"}``) fit every type and do not decide it. A column with no values at all is ``string``.
+* **Numbers**: an integer within signed 64 bits is a JSON integer; a bigger one is its exact digits as a string
+  (``"18446744073709551615"``); a decimal read from text (CSV, a workbook's stored number, a Parquet DECIMAL) is its
+  exact digits as a string (``"12.345"``, never binary-float noise), in plain notation (``1.5E-3`` becomes
+  ``"0.0015"``); a binary float (a Parquet FLOAT/DOUBLE) is a JSON number. NaN and infinities are never sent: they
+  become null and the artifact carries a warning.
+* **Dates and times** are ISO text: ``2021-01-01``, ``2021-01-01T10:30:00`` (with ``+01:00`` when the source has an
+  offset), ``10:30:15[.ffffff]``; a duration is ``[-]H:MM:SS[.ffffff]`` with hours past a day (``36:00:00``).
+* **Row blocks**: each data row is one ``paragraph`` block whose text is ``name: value | name: value`` over the
+  row's non-null cells (a row of only nulls gets no block), ``attrs.table_id`` naming its table and a locator with
+  ``row_start == row_end`` (and ``sheet`` for a workbook, the source lines for a CSV).
+
+The output budget (``request.max_output_bytes``) is enforced while rows are added: table rows and their row blocks
+are measured in chunks by serializing them (exact bytes, cheap with orjson) and a table is cut at the last row that
+fits; the format module then reports rows extracted of total in coverage and a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import gc
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+
+import orjson
+
+from shared.artifact_builder import ArtifactBuilder
+from shared.contract import (
+    INT64_MAX,
+    INT64_MIN,
+    LOST_SECTION_PATH,
+    MAX_COLUMNS,
+    MAX_SECTION_CHARS,
+    MAX_SHEET_NAME_CHARS,
+    ErrorCode,
+    ExtractionError,
+)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: a table makes millions of lists and dicts and no cycles, and the
+    collector's passes over them cost more than building them (the shared validator measured 2.7x)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Text values (CSV): which type a column of source text is, and its values in that type.
+
+_INT = r"-?(?:0|[1-9][0-9]*)"
+_DEC = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"
+# an exponent number: converted to plain exact digits when the exponent is small enough to write out
+_EXP = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,2})?"
+_BOOL = r"(?i:true|false)"
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TIME = r"[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?"
+_OFFSET = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})"
+_DATETIME = rf"{_DATE}(?:[T ]{_TIME}{_OFFSET}?)?"
+
+
+def _all(item: str) -> re.Pattern[str]:
+    """A pattern matching values joined by newlines, every one of them ``item`` (possessive: no backtracking)."""
+    return re.compile(rf"(?:{item})(?:\n(?:{item}))*+")
+
+
+_ALL_INT: Final = _all(_INT)
+_ALL_DEC: Final = _all(_DEC)
+_ALL_EXP: Final = _all(_EXP)
+_ALL_BOOL: Final = _all(_BOOL)
+_ALL_DATE: Final = _all(_DATE)
+_ALL_DATETIME: Final = _all(_DATETIME)
+_ALL_TIME: Final = _all(_TIME)
+_ONE_EXP: Final = re.compile(_EXP)
+_ONE_INT: Final = re.compile(_INT)
+MAX_EXPONENT_DIGITS: Final = 40  # "1e40" written out is 41 digits; past that a value stays text
+
+
+def _ints_fit(values: Sequence[str]) -> bool:
+    return all(len(v) < 19 or INT64_MIN <= int(v) <= INT64_MAX for v in values)
+
+
+def plain_decimal(text: str) -> str | None:
+    """``"1.5E-3"`` -> ``"0.0015"``: a decimal in plain exact digits, or None when it is no finite decimal."""
+    try:
+        d = Decimal(text)
+    except (InvalidOperation, ValueError):
+        return None
+    if not d.is_finite():
+        return None
+    exp = d.as_tuple().exponent
+    if not isinstance(exp, int) or abs(exp) > MAX_EXPONENT_DIGITS + 20:
+        return None
+    out = format(d, "f")
+    if out.startswith("-") and out.strip("-0.") == "":
+        out = out[1:]  # "-0.0" is 0
+    return out
+
+
+def _number_text(v: str) -> int | str:
+    """One value of a CSV number column: int when it is a plain integer within int64, else its exact digits."""
+    if "." not in v and "e" not in v and "E" not in v:
+        n = int(v)
+        return n if INT64_MIN <= n <= INT64_MAX else v
+    if "e" in v or "E" in v:
+        p = plain_decimal(v)
+        if p is None:  # cannot happen after the column matched _ALL_EXP, but never send a non-number
+            return v
+        if "." not in p:
+            n = int(p)
+            return n if INT64_MIN <= n <= INT64_MAX else p
+        return p
+    return v
+
+
+def _valid_dates(values: Sequence[str]) -> bool:
+    try:
+        for v in values:
+            _dt.date.fromisoformat(v[:10])
+            if len(v) > 10:
+                _dt.datetime.fromisoformat(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _valid_times(values: Sequence[str]) -> bool:
+    try:
+        for v in values:
+            _dt.time.fromisoformat(v[:15])
+    except ValueError:
+        return False
+    return True
+
+
+_DT_PARTS: Final = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}:[0-9]{2})(:[0-9]{2}(?:\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?"
+)
+
+
+def _normalize_datetime(v: str) -> str:
+    """ISO as the contract spells it: ``T`` between date and time, seconds always, offsets ``+HH:MM``."""
+    m = _DT_PARTS.fullmatch(v)
+    if m is None:  # a plain date
+        return v
+    date, hm, sec, off = m.groups()
+    if off and off != "Z" and ":" not in off:
+        off = off[:3] + ":" + off[3:]
+    return f"{date}T{hm}{sec or ':00'}{off or ''}"
+
+
+def _normalize_time(v: str) -> str:
+    return v + ":00" if len(v) == 5 else v
+
+
+def infer_text_column(values: Sequence[str | None]) -> tuple[str, list[Any]]:
+    """The type of a column of text cells and its values in that type (None and "" are null).
+
+    Integers and decimals are ``number`` (an int within int64, else exact digits; an integer with a leading zero
+    such as ``"007"`` is an identifier, not a number, and keeps the column text); ``true``/``false`` in any case are
+    ``bool``; ISO dates ``date``; ISO date-times (with dates) ``datetime``; ``HH:MM[:SS[.f]]`` ``time``; anything
+    else, or a column whose values are of several of these, ``string`` with the values as they are.
+    """
+    present = [v for v in values if v]
+    if not present:
+        return "string", [None] * len(values)
+    joined = "\n".join(present)
+    if joined.count("\n") != len(present) - 1:  # a value holds a newline: it is text (no typed value spans lines)
+        return "string", [v or None for v in values]
+    if _ALL_INT.fullmatch(joined) is not None:
+        if _ints_fit(present):
+            return "number", [int(v) if v else None for v in values]
+        return "number", [_number_text(v) if v else None for v in values]
+    if _ALL_DEC.fullmatch(joined) is not None:
+        return "number", [_number_text(v) if v else None for v in values]
+    if _ALL_EXP.fullmatch(joined) is not None:
+        return "number", [_number_text(v) if v else None for v in values]
+    if _ALL_BOOL.fullmatch(joined) is not None:
+        return "bool", [(v.lower() == "true") if v else None for v in values]
+    if _ALL_DATE.fullmatch(joined) is not None and _valid_dates(present):
+        return "date", _shared([v or None for v in values])
+    if _ALL_DATETIME.fullmatch(joined) is not None and _valid_dates(present):
+        return "datetime", _shared([_normalize_datetime(v) if v else None for v in values])
+    if _ALL_TIME.fullmatch(joined) is not None and _valid_times(present):
+        return "time", _shared([_normalize_time(v) if v else None for v in values])
+    return "string", _shared([v or None for v in values])
+
+
+def _shared(values: list[Any]) -> list[Any]:
+    """The same values, each distinct one a single string object when the column repeats itself (codes, dates,
+    categories): a parser makes a new string per cell, and a million "alpha"s cost 50 MB."""
+    sample = values[:1000]
+    if len(set(sample)) > len(sample) // 2:
+        return values
+    cache: dict[Any, Any] = {}
+    return [cache.setdefault(v, v) for v in values]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Typed values (xlsx, parquet).
+
+ERROR_KEY: Final = "error"
+
+
+def is_error(value: Any) -> bool:
+    return type(value) is dict and ERROR_KEY in value
+
+
+def kind_of(value: Any) -> str | None:
+    """The column type a single JSON-ready value belongs to (None for null and cell errors, which fit any type)."""
+    if value is None or type(value) is dict:
+        return None
+    t = type(value)
+    if t is bool:
+        return "bool"
+    if t is int or t is float:
+        return "number"
+    return "string"
+
+
+def column_type(kinds: set[str]) -> str:
+    """The column type of a column whose values were of ``kinds``."""
+    kinds = kinds - {"null"}
+    if not kinds:
+        return "string"
+    if kinds <= {"date", "datetime"}:
+        return "datetime" if "datetime" in kinds else "date"
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return "mixed"
+
+
+def format_duration_us(total_us: int) -> str:
+    """Microseconds as ``[-]H:MM:SS[.ffffff]`` (hours may pass 24; trailing zeros of the fraction dropped)."""
+    sign = "-" if total_us < 0 else ""
+    total_us = abs(total_us)
+    secs, us = divmod(total_us, 1_000_000)
+    mins, s = divmod(secs, 60)
+    h, m = divmod(mins, 60)
+    out = f"{sign}{h}:{m:02d}:{s:02d}"
+    if us:
+        out += "." + f"{us:06d}".rstrip("0")
+    return out
+
+
+def format_duration_ns(total_ns: int) -> str:
+    """Nanoseconds as ``[-]H:MM:SS[.fffffffff]``."""
+    sign = "-" if total_ns < 0 else ""
+    total_ns = abs(total_ns)
+    secs, ns = divmod(total_ns, 1_000_000_000)
+    mins, s = divmod(secs, 60)
+    h, m = divmod(mins, 60)
+    out = f"{sign}{h}:{m:02d}:{s:02d}"
+    if ns:
+        out += "." + f"{ns:09d}".rstrip("0")
+    return out
+
+
+def format_timedelta(td: _dt.timedelta) -> str:
+    return format_duration_us((td.days * 86_400 + td.seconds) * 1_000_000 + td.microseconds)
+
+
+def format_time(t: _dt.time) -> str:
+    out = f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+    if t.microsecond:
+        out += "." + f"{t.microsecond:06d}".rstrip("0")
+    return out
+
+
+def format_datetime(d: _dt.datetime) -> str:
+    out = f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{format_time(d.time())}"
+    off = d.utcoffset()
+    if off is not None:
+        mins = int(off.total_seconds() // 60)
+        sign = "-" if mins < 0 else "+"
+        out += f"{sign}{abs(mins) // 60:02d}:{abs(mins) % 60:02d}"
+    return out
+
+
+def number_from_float(f: float, *, exact_text: bool) -> int | float | str | None:
+    """A float as a table value: an integral value is an int (exact digits past int64); NaN/Inf are None.
+
+    With ``exact_text`` (a workbook's stored decimal, whose shortest round-trip text is what the file holds) any
+    other value is its plain digits (``0.1`` -> ``"0.1"``, ``1e-05`` -> ``"0.00001"``); else a JSON float.
+    """
+    if not math.isfinite(f):
+        return None
+    if f.is_integer():
+        if abs(f) < 2**63:
+            return int(f)
+        return str(int(f)) if exact_text else f
+    if not exact_text:
+        return f
+    r = repr(f)
+    if "e" in r:
+        p = plain_decimal(r)
+        return p if p is not None else f
+    return r
+
+
+def json_number(value: int | float) -> int | float | str | None:
+    """An int or float as JSON carries it (int64 stays, a bigger int its digits, NaN/Inf None)."""
+    if type(value) is int:
+        return value if INT64_MIN <= value <= INT64_MAX else str(value)
+    return value if math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Row blocks and the output budget.
+
+
+def value_text(value: Any) -> str:
+    """A table value as row-block text."""
+    t = type(value)
+    if t is str:
+        return value  # type: ignore[no-any-return]
+    if t is bool:
+        return "true" if value else "false"
+    if t is dict:
+        return str(value.get(ERROR_KEY, ""))
+    if t is float:
+        return repr(value)
+    return str(value)
+
+
+def row_text(names: Sequence[str], row: Sequence[Any]) -> str:
+    """``name: value | name: value`` over the row's non-null values ("" for a row of nulls)."""
+    return _prefixed_text([f"{n}: " for n in names], row)
+
+
+def _prefixed_text(prefixes: Sequence[str], row: Sequence[Any]) -> str:
+    return " | ".join(
+        [p + (v if type(v) is str else value_text(v)) for p, v in zip(prefixes, row, strict=False) if v is not None]
+    )
+
+
+@dataclass
+class OutputBudget:
+    """Bytes of artifact left to spend. ``reserve`` is kept for the envelope (coverage, warnings, columns)."""
+
+    max_bytes: int
+    reserve: int = 16_384
+    spent: int = 0
+    cut: bool = False  # True once a table had to be cut
+
+    @property
+    def remaining(self) -> int:
+        return self.max_bytes - self.reserve - self.spent
+
+    def spend(self, n: int) -> None:
+        self.spent += n
+
+    def require(self, n: int, what: str) -> None:
+        """Spend ``n`` bytes that cannot be left out (a table's columns), or end in resource_limit."""
+        if n > self.remaining:
+            raise ExtractionError(
+                ErrorCode.RESOURCE_LIMIT,
+                f"{what} alone needs about {n} bytes of output, over the artifact budget of {self.max_bytes} bytes",
+            )
+        self.spend(n)
+
+
+@dataclass
+class RowBlockSpec:
+    """How a table's row blocks are made."""
+
+    table_id: str
+    names: Sequence[str]
+    section_path: list[str] = field(default_factory=list)
+    sheet: str | None = None
+
+
+CHUNK_ROWS: Final = 512
+
+
+def _block(
+    spec: RowBlockSpec,
+    shared: tuple[dict[str, Any], list[str]],
+    *,
+    block_id: str,
+    text: str,
+    row_no: int,
+    lines: tuple[int, int] | None,
+) -> dict[str, Any]:
+    loc: dict[str, Any] = {}
+    if lines is not None:
+        loc["line_start"], loc["line_end"] = lines
+    if spec.sheet is not None:
+        loc["sheet"] = spec.sheet
+    loc["row_start"] = row_no
+    loc["row_end"] = row_no
+    return {
+        "id": block_id,
+        "type": "paragraph",
+        "text": text,
+        "section_path": spec.section_path,
+        "locator": loc,
+        "keys": shared[1],
+        "attrs": shared[0],
+    }
+
+
+def fit_rows(
+    builder: ArtifactBuilder,
+    budget: OutputBudget,
+    spec: RowBlockSpec,
+    rows: Sequence[list[Any]],
+    row_number: Callable[[int], int],
+    *,
+    lines: Sequence[tuple[int, int]] | None = None,
+    text_of: Callable[[int], str] | None = None,
+) -> int:
+    """Append row blocks for ``rows`` (in order) while they and the rows fit ``budget``; return how many fit.
+
+    Blocks are appended straight to ``builder.blocks`` (ids ``r<table>.<n>`` registered with the builder so they
+    stay unique): the builder's per-block checks cost ~5 us a block, too much for a million rows, and a row block
+    needs none of them (paragraph, no parent, no keys, a section path of at most one short entry, cleaned text).
+    The caller adds the table with ``rows[:n]``. ``text_of(i)`` gives row ``i``'s block text when the format has a
+    better one than :func:`row_text` of the typed values (a CSV row's source text).
+    """
+    prefixes = [f"{n}: " for n in spec.names]
+    kept = 0
+    n = len(rows)
+    ids = builder._ids
+    out_blocks = builder.blocks
+    prefix = f"r{spec.table_id}."
+    # One attrs object and one empty keys list shared by every row block of the table (read-only, serialized
+    # alike): a dict and a list per block would cost ~250 bytes a row.
+    block_attrs: dict[str, Any] = {"table_id": spec.table_id}
+    if any(len(p) > MAX_SECTION_CHARS for p in spec.section_path):  # the builder's rule for a long section entry
+        spec.section_path = [p[:MAX_SECTION_CHARS] for p in spec.section_path]
+        block_attrs["section_truncated"] = True
+        builder.lose(LOST_SECTION_PATH)
+    if spec.sheet is not None:
+        spec.sheet = spec.sheet[:MAX_SHEET_NAME_CHARS]
+    shared: tuple[dict[str, Any], list[str]] = (block_attrs, [])
+    start = 0
+    while start < n and not budget.cut:
+        chunk = rows[start : start + CHUNK_ROWS]
+        blocks: list[dict[str, Any] | None] = []
+        for i, row in enumerate(chunk):
+            text = text_of(start + i) if text_of is not None else _prefixed_text(prefixes, row)
+            if not text:
+                blocks.append(None)
+                continue
+            idx = start + i
+            blocks.append(
+                _block(
+                    spec,
+                    shared,
+                    block_id=prefix + str(idx),
+                    text=text,
+                    row_no=row_number(idx),
+                    lines=lines[idx] if lines else None,
+                )
+            )
+        size = len(orjson.dumps(chunk)) + len(orjson.dumps([b for b in blocks if b is not None]))
+        if size <= budget.remaining:
+            budget.spend(size)
+            take = len(chunk)
+        else:  # this chunk crosses the budget: take row by row
+            take = 0
+            for row, block in zip(chunk, blocks, strict=True):
+                s = len(orjson.dumps(row)) + 1 + (len(orjson.dumps(block)) + 1 if block is not None else 0)
+                if s > budget.remaining:
+                    budget.cut = True
+                    break
+                budget.spend(s)
+                take += 1
+        for block in blocks[:take]:
+            if block is not None:
+                ids.add(block["id"])
+                out_blocks.append(block)
+        kept += take
+        start += take
+    return kept
+
+
+def add_table(
+    builder: ArtifactBuilder,
+    budget: OutputBudget,
+    *,
+    name: str,
+    columns: list[tuple[str, str]],
+    rows: Sequence[list[Any]],
+    row_number: Callable[[int], int],
+    header_rows: int,
+    table_locator: dict[str, Any],
+    attrs: dict[str, Any] | None = None,
+    section_path: list[str] | None = None,
+    sheet: str | None = None,
+    lines: Sequence[tuple[int, int]] | None = None,
+    text_of: Callable[[int], str] | None = None,
+) -> tuple[str, int]:
+    """Add one table and its row blocks within the budget; return (table id, rows kept)."""
+    table_id = f"t{len(builder.tables)}"
+    if len(columns) > MAX_COLUMNS:  # the contract's bound: keep the first ones and say what was left out
+        n = len(columns)
+        columns = columns[:MAX_COLUMNS]
+        rows = [r[:MAX_COLUMNS] for r in rows]
+        builder.warn(f"table {name!r} has {n} columns; only the first {MAX_COLUMNS} are in the table")
+        builder.fail(f"table {name!r} columns {MAX_COLUMNS + 1}-{n}", f"past the contract's {MAX_COLUMNS} columns")
+    budget.require(len(orjson.dumps([columns, attrs or {}, table_locator, name])) + 128, f"table {name!r}")
+    spec = RowBlockSpec(table_id, [c[0] for c in columns], section_path or [], sheet)
+    kept = fit_rows(builder, budget, spec, rows, row_number, lines=lines, text_of=text_of)
+    kept_rows = rows if kept == len(rows) else rows[:kept]
+    builder.add_table(
+        name,
+        columns,
+        list(kept_rows),
+        header_rows=header_rows,
+        locator=table_locator,
+        attrs=attrs,
+        id=table_id,
+    )
+    return table_id, kept
+
+
+def cut_warning(what: str, kept: int, total: int, max_bytes: int) -> str:
+    return f"{what}: {kept} of {total} rows extracted; the rest did not fit the artifact budget of {max_bytes} bytes"

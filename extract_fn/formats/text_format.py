@@ -1,0 +1,133 @@
+"""Plain text: paragraphs with exact line and character locators.
+
+Decoding: ``extract_fn.text_decoding.decode_text`` (a byte-order mark, else the ``encoding`` option, else strict
+UTF-8; what does not decode is the ``encoding`` error naming the byte offset). UTF-16 or UTF-32 without a byte-order
+mark, which strict UTF-8 would read as text with NULs between the characters, is the ``encoding`` error too
+(``textblocks.refuse_wide_text``).
+
+Lines: a line ends at ``\\n``, ``\\r\\n`` or ``\\r`` (so CRLF, CR-only and mixed files number their lines the same
+way an editor does); lines are numbered from 1. A line is blank when it holds only whitespace (``str.isspace``).
+
+Blocks: one ``paragraph`` block per paragraph, a paragraph being a run of non-blank lines between blank lines. A form
+feed (``\\f``) is a page break: it ends the paragraph it falls in, even mid-line, and when the file has form feeds
+every block carries ``attrs.page`` (1-based: the number of form feeds before it, plus one). A very long line (a
+50 MB line with no terminator) is one block; it is never split. No headings, so ``section_path`` is empty, there is
+no ``parent`` and no ``keys`` (nothing in a plain paragraph is a name a user looks it up by).
+
+Locators: ``line_start``/``line_end`` are the paragraph's first and last lines. ``char_start``/``char_end`` are
+code-point offsets into the decoded text (after any byte-order mark), end exclusive, from the paragraph's first
+non-whitespace character to just past its last one. ``text`` is exactly ``decoded[char_start:char_end]`` with each
+``\\r\\n`` or ``\\r`` replaced by ``\\n``; inner lines keep their indentation and trailing spaces.
+
+Coverage: unit ``lines``; ``total`` counts the non-blank lines (the lines that hold text), ``extracted`` the
+non-blank lines whose text is in some block. They differ only when the artifact reached ``max_output_bytes``: the
+paragraphs from there on are left out, listed in ``failed`` as one line range with the reason.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+from typing import Any, Final
+
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.textblocks import (
+    OUTPUT_LIMIT_REASON,
+    OutputBudget,
+    count_line_breaks,
+    line_ranges_label,
+    no_gc,
+    normalize_newlines,
+    refuse_wide_text,
+)
+from extract_fn.text_decoding import decode_text
+from shared.artifact_builder import ArtifactBuilder, make_locator
+
+PARSER: Final = "loom-text"
+PARSER_VERSION: Final = f"1+python{platform.python_version()}"
+
+# One match per paragraph (group "p") or per stretch of blank lines, never re-scanning a character: possessive
+# quantifiers keep a 50 MB line of spaces linear. A page (the text between form feeds) is scanned with endpos, so
+# no match crosses a form feed. "Blank" is whitespace other than a line terminator.
+_NB_LINE: Final = r"[^\S\r\n]*+\S[^\r\n]*+"
+_SCAN: Final = re.compile(
+    rf"(?P<p>{_NB_LINE}(?:(?:\r\n|\r|\n){_NB_LINE})*+)"  # a paragraph: non-blank lines, terminators between them
+    r"|(?:[^\S\r\n]*+(?:\r\n|\r|\n))++"  # blank lines (or the terminator that ends a paragraph)
+    r"|[^\S\r\n]++"  # blank tail of a page
+)
+
+
+def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """The artifact of one file (see the module docstring); raises ExtractionError (encoding, resource_limit)."""
+    with no_gc():
+        return _extract(data, request)
+
+
+def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    decoded = decode_text(data, option=request.encoding)
+    refuse_wide_text(data, decoded.source)
+    text = decoded.text
+    del data
+    builder = ArtifactBuilder(
+        "text", parser=PARSER, parser_version=PARSER_VERSION, unit="lines", options=request.options()
+    )
+    builder.attrs["encoding"] = decoded.encoding
+    budget = OutputBudget(request.max_output_bytes)
+    budget.charge(256)
+
+    has_cr = "\r" in text
+    has_ff = "\f" in text
+    total = 0  # non-blank lines
+    extracted = 0
+    counted_to = 0  # the last line counted in total (a line split by a form feed holds two paragraphs)
+    cut_line = 0  # the first line left out once the budget ran out
+    line = 1  # the line at `pos`
+    pos = 0
+    page = 1
+    page_start = 0
+    n = len(text)
+    while page_start <= n:
+        page_end = text.find("\f", page_start) if has_ff else -1
+        if page_end < 0:
+            page_end = n
+        for m in _SCAN.finditer(text, page_start, page_end):
+            if m.lastgroup != "p":
+                continue
+            start = m.start()
+            line += count_line_breaks(text, pos, start, has_cr=has_cr)
+            para = m.group()
+            breaks = count_line_breaks(para, 0, len(para), has_cr=has_cr)
+            line_start, line_end = line, line + breaks
+            pos, line = start, line_start
+            new_lines = line_end - max(line_start - 1, counted_to)
+            if new_lines > 0:
+                total += new_lines
+                counted_to = line_end
+            if cut_line:
+                continue
+            stripped = para.strip()
+            lead = len(para) - len(para.lstrip())
+            char_start = start + lead
+            char_end = char_start + len(stripped)
+            block_text = normalize_newlines(stripped) if has_cr else stripped
+            attrs = {"page": page} if has_ff else None
+            if not budget.take(block_text, (), (), attrs):
+                cut_line = line_start
+                continue
+            builder.add_block(
+                "paragraph",
+                block_text,
+                locator=make_locator(
+                    line_start=line_start, line_end=line_end, char_start=char_start, char_end=char_end
+                ),
+                attrs=attrs,
+            )
+            if new_lines > 0:
+                extracted += new_lines
+        page += 1
+        page_start = page_end + 1
+
+    if cut_line:
+        builder.fail(line_ranges_label(cut_line, max(cut_line, counted_to)), OUTPUT_LIMIT_REASON)
+    builder.coverage(total=total, extracted=extracted)
+    return builder.build()

@@ -1,0 +1,717 @@
+"""A pool of worker processes that run format modules with a time, a memory and an output limit.
+
+A hostile file costs one worker, never the service (Apache Tika's forked child with a watchdog is the model):
+
+- Each slot of the pool owns one child process, ``python -m extract_fn.workers``, started with ``subprocess`` (no
+  ``multiprocessing``: nothing is pickled, no main module is re-imported, and one dead child never breaks the pool).
+- The parent talks to a child over two pipes with length-prefixed frames. A request is a small JSON header (the
+  extractor's ``module:function`` path and the ``ExtractRequest`` fields) and the original's bytes; a reply is a status
+  byte, a length and the artifact's JSON bytes (or an error ``{"code", "message"}``).
+- Limits: the parent enforces the wall-clock deadline with non-blocking pipe I/O and kills the child at it
+  (``timeout``); the child limits its own heap with ``setrlimit`` (``RLIMIT_DATA``, ``RLIMIT_AS`` as a backstop), and
+  a ``MemoryError`` or the child's death is ``resource_limit``; the child serializes the artifact with orjson and
+  refuses one over the output limit (``resource_limit``), which modules also get as ``request.max_output_bytes``.
+- A killed, dead or retiring child is replaced at once; the next request on the slot is served normally. A child
+  is also replaced after ``max_tasks`` extractions, so a slow leak in a parser cannot grow without bound.
+- A child that dies before it says it is ready is a broken deployment, not a hostile file: ``PoolUnavailable``
+  (the service answers 503, so the server tries the file again later).
+- Children start light (stdlib, orjson and the contract); a format module is imported on its first request and stays
+  imported. Every child is created by one long-lived spawner thread and dies with it (``PR_SET_PDEATHSIG``).
+
+The async API (``await pool.run(...)``) runs the blocking pipe I/O in one thread per slot, so up to ``size``
+extractions run in parallel and the event loop never blocks; ``run_sync`` is the same for the CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import os
+import queue
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from extract_fn.formats.base import ExtractRequest
+
+log = logging.getLogger("extract_fn.workers")
+
+READY: Final = b"LOOMWRK1"  # a child's first bytes: its interpreter and the contract imported fine
+_REQUEST = struct.Struct("<4sIQ")  # magic, header length, data length
+_REQUEST_MAGIC: Final = b"REQ1"
+_REPLY = struct.Struct("<BQ")  # status, payload length
+STATUS_OK: Final = 0
+STATUS_ERROR: Final = 1
+STATUS_ERROR_RETIRE: Final = 2  # an error after which the child exits (MemoryError, SystemExit...)
+_CHUNK: Final = 1024 * 1024
+_PIPE_SIZE: Final = 1024 * 1024
+_F_SETPIPE_SZ: Final = 1031  # Linux
+_AS_HEADROOM: Final = 2 * 1024 * 1024 * 1024  # address space beyond the heap limit: code, stacks, reservations
+_ERROR_REPLY_MAX: Final = 64 * 1024
+
+DEFAULT_MAX_TASKS: Final = 500
+DEFAULT_STARTUP_TIMEOUT_S: Final = 30.0
+
+
+class PoolUnavailable(Exception):
+    """The pool cannot serve now (closed, saturated, or its workers cannot start): answer 503, try again later."""
+
+
+class _Deadline(Exception):
+    pass
+
+
+class _Died(Exception):
+    pass
+
+
+@dataclasses.dataclass(slots=True)
+class PoolStats:
+    started: int = 0  # child processes started, the first ones included
+    replaced: int = 0  # children killed or retired and started again
+    completed: int = 0  # extractions that got an answer from their worker (artifact or error)
+
+
+class _Worker:
+    """One slot: a child process and the pipes to it. Used by one thread at a time."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ready = False
+        self.tasks = 0
+        self.spawned_at = 0.0
+        self.ready_after_s: float | None = None
+        self.lock = threading.Lock()  # held by the thread using the slot; close() waits for it before closing pipes
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal_kill(self) -> None:
+        """SIGKILL the child without touching its pipes (safe while another thread is using them)."""
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+
+    def kill(self) -> int | None:
+        """Kill the child (if any), close its pipes and reap it; its exit status. Only by the slot's user."""
+        proc, self.proc = self.proc, None
+        self.ready = False
+        if proc is None:
+            return None
+        with contextlib.suppress(OSError):
+            proc.kill()
+        for f in (proc.stdin, proc.stdout):
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    f.close()
+        try:
+            return proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
+            log.error("worker %d (pid %d) did not die after SIGKILL", self.index, proc.pid)
+            return None
+
+    # -- pipe I/O with a deadline ---------------------------------------------------------------------------------
+
+    def _fds(self) -> tuple[int, int]:
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            raise _Died("the worker is gone")
+        return proc.stdin.fileno(), proc.stdout.fileno()
+
+    def await_ready(self, deadline: float) -> None:
+        if self.ready:
+            return
+        _, rfd = self._fds()
+        got = _read_exact(rfd, len(READY), deadline)
+        if bytes(got) != READY:
+            raise _Died("the worker said something else than ready")
+        self.ready = True
+        self.ready_after_s = time.monotonic() - self.spawned_at
+
+    def call(self, header: bytes, data: bytes | memoryview, deadline: float, max_reply: int) -> tuple[int, bytes]:
+        wfd, rfd = self._fds()
+        self.tasks += 1
+        _write_all(wfd, (_REQUEST.pack(_REQUEST_MAGIC, len(header), len(data)), header, data), deadline)
+        status, length = _REPLY.unpack(_read_exact(rfd, _REPLY.size, deadline))
+        if status not in (STATUS_OK, STATUS_ERROR, STATUS_ERROR_RETIRE):
+            raise _Died(f"the worker sent an unknown status {status}")
+        if length > max_reply:
+            raise _OversizeReply(length)
+        return status, bytes(_read_exact(rfd, length, deadline))
+
+
+class _OversizeReply(Exception):
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.length = length
+
+
+def _wait(fd: int, event: int, deadline: float) -> None:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _Deadline
+    poller = select.poll()
+    poller.register(fd, event | select.POLLERR | select.POLLHUP)
+    poller.poll(max(1, int(remaining * 1000) + 1))
+
+
+def _write_all(fd: int, parts: tuple[bytes | memoryview, ...], deadline: float) -> None:
+    for part in parts:
+        view = memoryview(part).cast("B")
+        off = 0
+        while off < len(view):
+            try:
+                off += os.write(fd, view[off : off + _CHUNK])
+            except BlockingIOError:
+                _wait(fd, select.POLLOUT, deadline)
+            except OSError as exc:  # EPIPE: the child is gone
+                raise _Died(str(exc)) from None
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        try:
+            k = os.readv(fd, [view[got:]])
+        except BlockingIOError:
+            _wait(fd, select.POLLIN, deadline)
+            continue
+        except OSError as exc:
+            raise _Died(str(exc)) from None
+        if k == 0:
+            raise _Died("end of pipe")
+        got += k
+    return buf
+
+
+def _exit_description(returncode: int | None) -> str:
+    if returncode is None:
+        return "it did not exit"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # The child imports exactly what the parent can (the app root, site-packages, a test's sys.path additions).
+    paths = [os.path.abspath(p) for p in sys.path if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env["PYTHONUNBUFFERED"] = "1"
+    # Arrow's default mimalloc pool reserves a 1 GiB arena up front, which RLIMIT_DATA counts: the system allocator
+    # keeps the memory limit meaningful for parquet.
+    env.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    return env
+
+
+class WorkerPool:
+    """``size`` worker processes; ``await run(extractor, data, request)`` gives the artifact's JSON bytes.
+
+    ``run`` raises ``ExtractionError`` for every outcome the contract names (the module's own, ``timeout``,
+    ``resource_limit``, ``corrupt``, ``format_unavailable`` when the module cannot be imported) and
+    ``PoolUnavailable`` when the pool cannot serve at all.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        *,
+        timeout_s: float,
+        memory_limit_bytes: int | None,
+        max_output_bytes: int,
+        max_tasks: int = DEFAULT_MAX_TASKS,
+        max_queued: int | None = None,
+        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        python: str = sys.executable,
+    ) -> None:
+        if size < 1:
+            raise ValueError("a pool needs at least one worker")
+        self.size = size
+        self.timeout_s = timeout_s
+        self.memory_limit_bytes = memory_limit_bytes
+        self.max_output_bytes = max_output_bytes
+        self.max_tasks = max_tasks
+        self.max_queued = 4 * size if max_queued is None else max_queued
+        self.startup_timeout_s = startup_timeout_s
+        self.python = python
+        self.stats = PoolStats()
+        self._workers = [_Worker(i) for i in range(size)]
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        for w in self._workers:
+            self._idle.put(w)
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._started = False
+        self._closed = False
+        self._runner: ThreadPoolExecutor | None = None
+        self._spawner: ThreadPoolExecutor | None = None
+        self._env = _child_env()
+
+    # -- lifecycle --------------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start every worker (idempotent, thread-safe). ``run`` starts the pool on first use too."""
+        with self._lock:
+            if self._closed:
+                raise PoolUnavailable("the worker pool is closed")
+            if self._started:
+                return
+            self._runner = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="extract-slot")
+            self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="extract-spawner")
+            self._started = True
+        for w in self._workers:
+            self._spawn(w)
+
+    def close(self) -> None:
+        """Kill every worker. Requests in flight end with ``PoolUnavailable``."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for w in self._workers:  # first stop every child, so a slot in use is released at once...
+            w.signal_kill()
+        for w in self._workers:  # ...then close each slot's pipes once its user has let go of them
+            if w.lock.acquire(timeout=10):
+                try:
+                    w.kill()
+                finally:
+                    w.lock.release()
+        for ex in (self._runner, self._spawner):
+            if ex is not None:
+                ex.shutdown(wait=False, cancel_futures=False)
+
+    def __enter__(self) -> WorkerPool:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pending(self) -> int:
+        """Requests admitted and not yet answered (running or waiting for a worker)."""
+        return self._pending
+
+    def pids(self) -> list[int | None]:
+        return [w.pid for w in self._workers]
+
+    def saturated(self) -> bool:
+        """Whether a new request would be refused for the queue being full (checked before reading a body)."""
+        return self._pending >= self.size + self.max_queued
+
+    def _spawn(self, w: _Worker) -> None:
+        """Start ``w``'s child from the spawner thread (children die with the thread that made them)."""
+        assert self._spawner is not None
+        try:
+            self._spawner.submit(self._spawn_here, w).result()
+        except RuntimeError as exc:  # the spawner was shut down: the pool is closing
+            raise PoolUnavailable("the worker pool is closed") from exc
+
+    def _spawn_here(self, w: _Worker) -> None:
+        args = [self.python, "-m", "extract_fn.workers", str(os.getpid()), str(self.memory_limit_bytes or 0)]
+        try:
+            proc = subprocess.Popen(
+                args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=self._env, close_fds=True
+            )
+        except OSError as exc:
+            raise PoolUnavailable(f"a worker process cannot be started: {exc}") from exc
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        for f in (proc.stdin, proc.stdout):
+            os.set_blocking(f.fileno(), False)
+            with contextlib.suppress(OSError):
+                import fcntl
+
+                fcntl.fcntl(f.fileno(), _F_SETPIPE_SZ, _PIPE_SIZE)
+        w.proc, w.ready, w.tasks, w.spawned_at = proc, False, 0, time.monotonic()
+        with self._lock:
+            self.stats.started += 1
+
+    def _replace(self, w: _Worker) -> None:
+        w.kill()
+        if self._closed:
+            return
+        with self._lock:
+            self.stats.replaced += 1
+        try:
+            self._spawn(w)
+        except PoolUnavailable:
+            log.exception("worker %d could not be restarted; it is retried on its next request", w.index)
+
+    # -- running ----------------------------------------------------------------------------------------------------
+
+    async def run(
+        self, extractor: str, data: bytes, request: ExtractRequest, *, timeout_s: float | None = None
+    ) -> bytes:
+        """The artifact's JSON bytes, from ``extractor`` ("package.module:function") run on ``data``."""
+        return await asyncio.wrap_future(self._submit(extractor, data, request, timeout_s))
+
+    def run_sync(
+        self, extractor: str, data: bytes, request: ExtractRequest, *, timeout_s: float | None = None
+    ) -> bytes:
+        return self._submit(extractor, data, request, timeout_s).result()
+
+    def _submit(self, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float | None) -> Future[bytes]:
+        runner = self._admit()
+        try:
+            fut = runner.submit(self._job, extractor, data, request, timeout_s)
+        except RuntimeError as exc:
+            self._release()
+            raise PoolUnavailable("the worker pool is closed") from exc
+        # Released when the job ends, or when it is cancelled before it ran (its caller went away).
+        fut.add_done_callback(lambda _f: self._release())
+        return fut
+
+    def _admit(self) -> ThreadPoolExecutor:
+        if not self._started:
+            self.start()
+        with self._lock:
+            if self._closed or self._runner is None:
+                raise PoolUnavailable("the worker pool is closed")
+            if self._pending >= self.size + self.max_queued:
+                raise PoolUnavailable(
+                    f"all {self.size} workers are busy and {self.max_queued} requests are waiting; try again later"
+                )
+            self._pending += 1
+            return self._runner
+
+    def _release(self) -> None:
+        with self._lock:
+            self._pending -= 1
+
+    def _job(self, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float | None) -> bytes:
+        if self._closed:
+            raise PoolUnavailable("the worker pool is closed")
+        w = self._idle.get()
+        try:
+            with w.lock:
+                return self._extract(w, extractor, data, request, self.timeout_s if timeout_s is None else timeout_s)
+        finally:
+            self._idle.put(w)
+
+    def _extract(self, w: _Worker, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float) -> bytes:
+        import orjson
+
+        from shared.contract import ErrorCode, ExtractionError
+
+        if self._closed:
+            raise PoolUnavailable("the worker pool is closed")
+        if w.proc is None or (w.ready and not w.alive()):  # never started, or died while idle (an OOM kill)
+            self._replace(w)
+            if w.proc is None:
+                raise PoolUnavailable("a worker process cannot be started; see the service log")
+        try:
+            w.await_ready(time.monotonic() + self.startup_timeout_s)
+        except (_Died, _Deadline) as exc:
+            status = w.kill()
+            if self._closed:
+                raise PoolUnavailable("the worker pool is closed") from None
+            self._spawn_quietly(w)
+            raise PoolUnavailable(
+                f"a worker process failed to start ({_exit_description(status)}); see the service log"
+            ) from exc
+
+        header = orjson.dumps(
+            {
+                "extractor": extractor,
+                "format": request.format,
+                "name": request.name,
+                "encoding": request.encoding,
+                "sql_dialect": request.sql_dialect,
+                "max_output_bytes": self.max_output_bytes,
+            }
+        )
+        deadline = time.monotonic() + timeout_s
+        try:
+            status, payload = w.call(header, data, deadline, self.max_output_bytes + _ERROR_REPLY_MAX)
+        except _Deadline:
+            self._replace(w)
+            if self._closed:
+                raise PoolUnavailable("the worker pool is closed") from None
+            raise ExtractionError(
+                ErrorCode.TIMEOUT, f"the extraction took longer than {timeout_s:g} s, this service's limit"
+            ) from None
+        except _OversizeReply as exc:
+            self._replace(w)
+            raise ExtractionError(
+                ErrorCode.RESOURCE_LIMIT,
+                f"the artifact is {exc.length} bytes, over this service's limit of {self.max_output_bytes} bytes",
+            ) from None
+        except _Died:
+            returncode = w.kill()
+            if self._closed:
+                raise PoolUnavailable("the worker pool is closed") from None
+            self._replace(w)
+            limit = f"{self.memory_limit_bytes // (1024 * 1024)} MiB" if self.memory_limit_bytes else "no memory limit"
+            log.warning("worker %d died during an extraction (%s)", w.index, _exit_description(returncode))
+            raise ExtractionError(
+                ErrorCode.RESOURCE_LIMIT,
+                f"the extraction ended its worker process ({_exit_description(returncode)}): the parser ran out "
+                f"of memory ({limit}) or crashed on this file",
+            ) from None
+
+        with self._lock:
+            self.stats.completed += 1
+        if status == STATUS_ERROR_RETIRE or w.tasks >= self.max_tasks:
+            self._replace(w)
+        if status == STATUS_OK:
+            return payload
+        return _raise_reply(payload)
+
+    def _spawn_quietly(self, w: _Worker) -> None:
+        with contextlib.suppress(PoolUnavailable):
+            self._spawn(w)
+
+
+def _raise_reply(payload: bytes) -> Any:
+    import orjson
+
+    from shared.contract import ErrorCode, ExtractionError
+
+    try:
+        doc = orjson.loads(payload)
+        code, message = ErrorCode(doc["code"]), str(doc["message"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise ExtractionError(ErrorCode.CORRUPT, "the worker sent an unreadable error") from None
+    if doc.get("log"):
+        log.error("%s", doc["log"])
+    raise ExtractionError(code, message)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The child process: python -m extract_fn.workers PARENT_PID MEMORY_LIMIT_BYTES
+
+
+def _set_parent_death_signal(parent_pid: int) -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - not every libc
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(0)
+
+
+def _set_limits(memory_limit: int) -> None:
+    import resource
+
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if memory_limit <= 0:
+        return
+    # RLIMIT_DATA counts the heap (brk and private writable mappings, Linux >= 4.7) and not the code, the stacks or
+    # the address space that allocators such as pyarrow's reserve without using; RLIMIT_AS bounds everything with
+    # room for those, for kernels where RLIMIT_DATA does not count mmap.
+    for res, wanted in ((resource.RLIMIT_DATA, memory_limit), (resource.RLIMIT_AS, memory_limit + _AS_HEADROOM)):
+        _soft, hard = resource.getrlimit(res)
+        value = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(res, (value, hard))
+
+
+class _ChildState:
+    def __init__(self, memory_limit: int) -> None:
+        self.memory_limit = memory_limit
+        self.extractors: dict[str, Callable[..., Any]] = {}
+
+
+def _resolve(state: _ChildState, path: str) -> Callable[..., Any]:
+    fn = state.extractors.get(path)
+    if fn is None:
+        import importlib
+
+        module_name, _, attr = path.partition(":")
+        fn = getattr(importlib.import_module(module_name), attr or "extract")
+        state.extractors[path] = fn
+    return fn
+
+
+def _clean(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _text_floor(artifact: dict[str, Any]) -> int:
+    """A lower bound of the artifact's JSON size: its blocks' text (each character is at least one byte)."""
+    blocks = artifact.get("blocks")
+    if not isinstance(blocks, list):
+        return 0
+    total = 0
+    for block in blocks:
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str):
+            total += len(text)
+    return total
+
+
+def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[int, bytes]:
+    import traceback
+
+    import orjson
+
+    from extract_fn.formats.base import ExtractRequest
+    from shared.contract import ErrorCode, ExtractionError
+
+    fmt = str(header.get("format"))
+    max_output = int(header["max_output_bytes"])
+
+    def error(code: ErrorCode, message: str, status: int = STATUS_ERROR, log: str = "") -> tuple[int, bytes]:
+        doc = {"code": code.value, "message": _clean(message)[:2000]}
+        if log:  # for the service's log only, never for the client
+            doc["log"] = log[:20_000]
+        return status, orjson.dumps(doc)
+
+    try:
+        fn = _resolve(state, header["extractor"])
+    except Exception as exc:  # a deployment problem, not the file's: the server tries again later
+        traceback.print_exc()
+        return error(
+            ErrorCode.FORMAT_UNAVAILABLE,
+            f"the {fmt} extractor cannot be loaded in this deployment ({type(exc).__name__}: {exc})",
+            STATUS_ERROR_RETIRE,
+        )
+    try:
+        request = ExtractRequest(
+            format=fmt,
+            name=header.get("name") or "",
+            encoding=header.get("encoding"),
+            sql_dialect=header.get("sql_dialect"),
+            max_output_bytes=max_output,
+        )
+        artifact = fn(data, request)
+        original_size = len(data)
+        del data
+        if not isinstance(artifact, dict):
+            return error(ErrorCode.CORRUPT, f"the {fmt} extractor returned {type(artifact).__name__}, not an artifact")
+        floor = _text_floor(artifact)
+        if floor > max_output:
+            # Refused before serializing: orjson reserves ~8 bytes per character of a string up front, so one huge
+            # string could pass the memory limit (and orjson crashes on a failed allocation) before the size check.
+            return error(
+                ErrorCode.RESOURCE_LIMIT,
+                f"the artifact's text alone is {floor} characters, over this service's limit of {max_output} bytes",
+            )
+        try:
+            out = orjson.dumps(artifact)
+        except orjson.JSONEncodeError as exc:
+            return error(ErrorCode.CORRUPT, f"the {fmt} extractor produced an artifact that is not JSON: {exc}")
+        del artifact
+        if len(out) > max_output:
+            return error(
+                ErrorCode.RESOURCE_LIMIT,
+                f"the artifact is {len(out)} bytes, over this service's limit of {max_output} bytes",
+            )
+        # The bytes that leave are checked by the shared validator here, in the worker: within the extraction's
+        # time limit, in parallel across workers, and off the service's event loop.
+        from shared.artifact import InvalidArtifact, check_artifact
+
+        try:
+            check_artifact(out, format=fmt, original_size=original_size)
+        except InvalidArtifact as exc:
+            return error(
+                ErrorCode.CORRUPT,
+                f"the {fmt} extractor produced an invalid artifact for this file ({len(exc.violations)} rule(s) "
+                "broken); this is a bug in the extractor, recorded in the service log",
+                log=f"the {fmt} extractor ({header['extractor']}) produced an invalid artifact: "
+                + "; ".join(str(v) for v in exc.violations[:50]),
+            )
+        return STATUS_OK, out
+    except ExtractionError as exc:
+        return error(exc.code, exc.message)
+    except MemoryError:
+        limit = f"{state.memory_limit // (1024 * 1024)} MiB" if state.memory_limit else "the machine's memory"
+        return error(
+            ErrorCode.RESOURCE_LIMIT,
+            f"the extraction needed more memory than a worker may use ({limit})",
+            STATUS_ERROR_RETIRE,
+        )
+    except RecursionError:
+        return error(ErrorCode.CORRUPT, f"the file nests too deeply for the {fmt} parser (RecursionError)")
+    except ImportError as exc:
+        traceback.print_exc()
+        return error(
+            ErrorCode.FORMAT_UNAVAILABLE,
+            f"the {fmt} extractor cannot be loaded in this deployment ({type(exc).__name__}: {exc})",
+            STATUS_ERROR_RETIRE,
+        )
+    except BaseException as exc:  # any parser failure, even SystemExit: the file is what the parser fails on
+        print(f"extract_fn worker: the {fmt} extractor raised {type(exc).__name__}:", file=sys.stderr)
+        traceback.print_exc()
+        status = STATUS_ERROR if isinstance(exc, Exception) else STATUS_ERROR_RETIRE
+        return error(ErrorCode.CORRUPT, f"the {fmt} parser failed on this file ({type(exc).__name__})", status)
+
+
+def _child_main(argv: list[str]) -> None:
+    parent_pid, memory_limit = int(argv[0]), int(argv[1])
+    _set_parent_death_signal(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+    # Move the protocol off fds 0 and 1, so a library that prints cannot corrupt it; its prints go to stderr.
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    os.set_blocking(proto_in, True)
+    os.set_blocking(proto_out, True)
+    _set_limits(memory_limit)
+
+    import orjson
+
+    import extract_fn.formats.base  # noqa: F401  (the contract, pydantic: every request needs them)
+
+    state = _ChildState(memory_limit)
+    rf = os.fdopen(proto_in, "rb", buffering=_CHUNK)
+    wf = os.fdopen(proto_out, "wb", buffering=_CHUNK)
+    wf.write(READY)
+    wf.flush()
+    for _ in itertools.count():
+        head = rf.read(_REQUEST.size)
+        if len(head) < _REQUEST.size:
+            os._exit(0)  # the parent closed the pipe
+        magic, header_len, data_len = _REQUEST.unpack(head)
+        if magic != _REQUEST_MAGIC:
+            os._exit(3)
+        header = orjson.loads(rf.read(header_len))
+        data = rf.read(data_len)
+        if len(data) < data_len:
+            os._exit(0)
+        status, payload = _handle(state, header, data)
+        del data
+        wf.write(_REPLY.pack(status, len(payload)))
+        wf.write(payload)
+        wf.flush()
+        del payload
+        if status == STATUS_ERROR_RETIRE:
+            os._exit(0)
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1:])

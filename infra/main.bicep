@@ -1,0 +1,248 @@
+// The whole system: storage, Event Hubs, Key Vault, monitoring, one user-assigned identity with least-privilege
+// roles, and the Function App on Flex Consumption (or two apps from the same package: extractor and orchestration).
+targetScope = 'resourceGroup'
+
+@description('Short lowercase prefix for resource names.')
+@minLength(3)
+@maxLength(12)
+param namePrefix string
+param location string = resourceGroup().location
+param tags object = {}
+
+@description('single: one app runs every function; split: the extractor and the orchestration as two apps from the same package, each disabling the other role\'s functions.')
+@allowed(['single', 'split'])
+param deploymentMode string = 'single'
+@allowed([512, 2048, 4096])
+param instanceMemoryMB int = 2048
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 100
+@allowed([512, 2048, 4096])
+param extractorInstanceMemoryMB int = 4096
+
+@minValue(1)
+@maxValue(32)
+param acceptedPartitionCount int = 4
+@minValue(1)
+@maxValue(32)
+param statusPartitionCount int = 4
+@minValue(1)
+@maxValue(7)
+param eventRetentionDays int = 1
+
+@description('Base URL of the client-application registration API (GET /v1/clientApplication/{id}).')
+param registrationApiUrl string
+@description('Entra scope for the registration API token (empty: the API needs no token).')
+param registrationApiScope string = ''
+@description('Base URL of the Palantir ingestion endpoint for DBRICKS results (empty: DBRICKS results are not ingested).')
+param palantirIngestUrl string = ''
+@description('Hosts DOCSAI result URLs may be downloaded from (comma-separated).')
+param resultDownloadAllowedHosts string = ''
+@description('Global polling defaults (an extractor\'s jobTrackingConfig wins per field).')
+param maxPollingAttempts int = 60
+param pollIntervalMs int = 5000
+param maxDelayMs int = 300000
+param maxPollDurationMs int = 86400000
+
+// Names the code expects (settings in shared/orchestration/settings.py; defaults match).
+var acceptedContainerName = 'accepted-files'
+var resultsContainerName = 'results'
+var poisonContainerName = 'accepted-files-poison'
+var pollQueueName = 'poll-jobs'
+var cancelQueueName = 'cancel-jobs'
+var statusLocalQueueName = 'job-status-local'
+var jobsTableName = 'jobs'
+var deploymentContainerName = 'app-package'
+var acceptedHubName = 'accepted-files'
+var acceptedConsumerGroupName = 'submit-fn'
+var statusHubName = 'job-status'
+
+module identity 'modules/identity.bicep' = {
+  name: 'identity'
+  params: { location: location, namePrefix: namePrefix, tags: tags }
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  params: { location: location, namePrefix: namePrefix, tags: tags }
+}
+
+module storage 'modules/storage.bicep' = {
+  name: 'storage'
+  params: {
+    location: location
+    namePrefix: namePrefix
+    tags: tags
+    acceptedContainerName: acceptedContainerName
+    resultsContainerName: resultsContainerName
+    poisonContainerName: poisonContainerName
+    pollQueueName: pollQueueName
+    cancelQueueName: cancelQueueName
+    statusLocalQueueName: statusLocalQueueName
+    jobsTableName: jobsTableName
+    deploymentContainerName: deploymentContainerName
+  }
+}
+
+module eventHubs 'modules/eventhubs.bicep' = {
+  name: 'eventhubs'
+  params: {
+    location: location
+    namePrefix: namePrefix
+    tags: tags
+    acceptedHubName: acceptedHubName
+    acceptedConsumerGroupName: acceptedConsumerGroupName
+    statusHubName: statusHubName
+    acceptedPartitionCount: acceptedPartitionCount
+    statusPartitionCount: statusPartitionCount
+    retentionDays: eventRetentionDays
+  }
+}
+
+module keyVault 'modules/keyvault.bicep' = {
+  name: 'keyvault'
+  params: { location: location, namePrefix: namePrefix, tags: tags }
+}
+
+module roles 'modules/roles.bicep' = {
+  name: 'roles'
+  params: {
+    principalId: identity.outputs.principalId
+    hostAccountName: storage.outputs.hostAccountName
+    dataAccountName: storage.outputs.dataAccountName
+    acceptedContainerName: acceptedContainerName
+    resultsContainerName: resultsContainerName
+    poisonContainerName: poisonContainerName
+    pollQueueName: pollQueueName
+    cancelQueueName: cancelQueueName
+    statusLocalQueueName: statusLocalQueueName
+    jobsTableName: jobsTableName
+    eventHubNamespaceName: eventHubs.outputs.namespaceName
+    acceptedHubName: acceptedHubName
+    statusHubName: statusHubName
+    keyVaultName: keyVault.outputs.name
+    appInsightsName: monitoring.outputs.appInsightsName
+  }
+}
+
+var kvUri = keyVault.outputs.uri
+var clientId = identity.outputs.clientId
+
+// Settings every app gets: the host's identity-based connections and monitoring.
+var hostSettings = {
+  AzureWebJobsStorage__credential: 'managedidentity'
+  AzureWebJobsStorage__clientId: clientId
+  AzureWebJobsStorage__blobServiceUri: storage.outputs.hostBlobEndpoint
+  AzureWebJobsStorage__queueServiceUri: storage.outputs.hostQueueEndpoint
+  AzureWebJobsStorage__tableServiceUri: storage.outputs.hostTableEndpoint
+  APPLICATIONINSIGHTS_CONNECTION_STRING: monitoring.outputs.appInsightsConnectionString
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${clientId};Authorization=AAD'
+  AZURE_CLIENT_ID: clientId
+}
+
+// The extractor service (extract_fn/settings.py).
+var extractorSettings = {
+  EXTRACTOR_TOKENS: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/extractor-tokens/)'
+  EXTRACTOR_MAX_BYTES: '67108864'
+  EXTRACTOR_TIMEOUT_S: '60'
+}
+
+// The orchestration (shared/orchestration/settings.py, shared/loom_client.py).
+var orchestrationSettings = {
+  EventHubConnection__fullyQualifiedNamespace: eventHubs.outputs.fullyQualifiedNamespace
+  EventHubConnection__credential: 'managedidentity'
+  EventHubConnection__clientId: clientId
+  DataStorage__credential: 'managedidentity'
+  DataStorage__clientId: clientId
+  DataStorage__blobServiceUri: storage.outputs.dataBlobEndpoint
+  DataStorage__queueServiceUri: storage.outputs.dataQueueEndpoint
+  DataStorage__tableServiceUri: storage.outputs.dataTableEndpoint
+  ACCEPTED_FILES_HUB: acceptedHubName
+  ACCEPTED_FILES_CONSUMER_GROUP: acceptedConsumerGroupName
+  JOB_STATUS_HUB: statusHubName
+  REGISTRATION_API_URL: registrationApiUrl
+  REGISTRATION_API_SCOPE: registrationApiScope
+  PALANTIR_INGEST_URL: palantirIngestUrl
+  PALANTIR_TOKEN: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/palantir-token/)'
+  RESULT_DOWNLOAD_ALLOWED_HOSTS: resultDownloadAllowedHosts
+  FLUXX_EXTRACTOR_MAX_POLLING_ATTEMPTS: string(maxPollingAttempts)
+  FLUXX_EXTRACTOR_POLL_INTERVAL_MS: string(pollIntervalMs)
+  FLUXX_EXTRACTOR_MAX_DELAY_MS: string(maxDelayMs)
+  FLUXX_EXTRACTOR_MAX_POLL_DURATION_MS: string(maxPollDurationMs)
+  LOOM_DOCUMENT_EXTRACTOR_TOKEN: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/loom-extractor-token/)'
+}
+
+// Function names as app.get_functions() reports them (tests/test_infra.py keeps these in step with the code).
+// In split mode each app also runs only its own role (APP_ROLES), so the extractor app needs no orchestration
+// setting and the orchestration app no extractor token.
+var disableExtractor = {
+  APP_ROLES: 'orchestration'
+  'AzureWebJobs.http_app_func.Disabled': 'true'
+}
+var disableOrchestration = {
+  APP_ROLES: 'extractor'
+  'AzureWebJobs.submit_accepted_files.Disabled': 'true'
+  'AzureWebJobs.poll_job.Disabled': 'true'
+  'AzureWebJobs.sweep_jobs.Disabled': 'true'
+  'AzureWebJobs.cancel_job_http.Disabled': 'true'
+  'AzureWebJobs.cancel_job_queue.Disabled': 'true'
+}
+
+module singleApp 'modules/functionapp.bicep' = if (deploymentMode == 'single') {
+  name: 'app'
+  dependsOn: [roles]
+  params: {
+    location: location
+    name: 'func-${namePrefix}-${uniqueString(resourceGroup().id, namePrefix)}'
+    tags: tags
+    identityId: identity.outputs.id
+    identityClientId: clientId
+    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    instanceMemoryMB: instanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    appSettings: union(hostSettings, extractorSettings, orchestrationSettings, {
+      // The orchestration's own extractor: this app's extract route.
+      LOOM_DOCUMENT_EXTRACTOR_URL: 'https://func-${namePrefix}-${uniqueString(resourceGroup().id, namePrefix)}.azurewebsites.net'
+    })
+  }
+}
+
+module extractorApp 'modules/functionapp.bicep' = if (deploymentMode == 'split') {
+  name: 'extractor-app'
+  dependsOn: [roles]
+  params: {
+    location: location
+    name: 'func-${namePrefix}-x-${uniqueString(resourceGroup().id, namePrefix)}'
+    tags: tags
+    identityId: identity.outputs.id
+    identityClientId: clientId
+    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    instanceMemoryMB: extractorInstanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    appSettings: union(hostSettings, extractorSettings, disableOrchestration)
+  }
+}
+
+module orchestrationApp 'modules/functionapp.bicep' = if (deploymentMode == 'split') {
+  name: 'orchestration-app'
+  dependsOn: [roles]
+  params: {
+    location: location
+    name: 'func-${namePrefix}-o-${uniqueString(resourceGroup().id, namePrefix)}'
+    tags: tags
+    identityId: identity.outputs.id
+    identityClientId: clientId
+    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    instanceMemoryMB: instanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    appSettings: union(hostSettings, orchestrationSettings, disableExtractor, {
+      LOOM_DOCUMENT_EXTRACTOR_URL: 'https://func-${namePrefix}-x-${uniqueString(resourceGroup().id, namePrefix)}.azurewebsites.net'
+    })
+  }
+}
+
+output keyVaultName string = keyVault.outputs.name
+output dataStorageAccount string = storage.outputs.dataAccountName
+output eventHubNamespace string = eventHubs.outputs.fullyQualifiedNamespace
+output identityClientId string = clientId
+output functionAppNames array = deploymentMode == 'single' ? [singleApp.outputs.name] : [extractorApp.outputs.name, orchestrationApp.outputs.name]

@@ -1,0 +1,398 @@
+"""The LOOM client: the server side of extractor contract v1.
+
+``LoomClient.extract`` routes a file to its service, checks the service's capabilities (cached for a minute), sends
+the original, and classifies the answer exactly as the contract says, into a ``LoomResult``:
+
+- ``Verdict.OK``: a 200 whose artifact passed validation; ``artifact_json`` is the cleaned artifact to store.
+- ``Verdict.UNAVAILABLE``: the service cannot be used now (try the source again later).
+- ``Verdict.REFUSED``: the source is refused; ``code`` says why.
+
+See docs/loom-client.md for the table and the decisions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+import orjson
+import requests
+from pydantic import SecretStr, ValidationError
+
+from shared.artifact import InvalidArtifact, validate_artifact
+from shared.contract import (
+    CAPABILITIES_TTL_S,
+    CONTRACT_VERSION,
+    FORMATS,
+    MAX_ERROR_BODY_BYTES,
+    OPTION_ENCODING,
+    OPTION_SQL_DIALECT,
+    UNAVAILABLE_STATUSES,
+    Capabilities,
+    ErrorCode,
+    Verdict,
+    classify_answer,
+)
+from shared.loom._http import CallFailed, RawAnswer, call
+from shared.loom.settings import ENV_MAX_ARTIFACT, LoomRoutingError, LoomSettings, Route, normalize_url
+
+log = logging.getLogger(__name__)
+
+MAX_CAPABILITIES_BYTES: Final = 1024 * 1024  # a capabilities document is small; a longer answer is not one
+_MAX_MESSAGE_CHARS: Final = 2000
+_USER_AGENT: Final = "loom-server (extractor-contract-v1)"
+
+
+@dataclass(frozen=True, slots=True)
+class LoomResult:
+    """What one extract attempt came to. ``message`` is for a person and never holds a token."""
+
+    verdict: Verdict
+    code: str | None
+    message: str
+    artifact_json: bytes | None = None  # set only for Verdict.OK: the validated artifact, unknown fields dropped
+    service_url: str | None = None  # the normalised base URL the file was routed to (None: routing failed)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is Verdict.OK
+
+    @property
+    def unavailable(self) -> bool:
+        return self.verdict is Verdict.UNAVAILABLE
+
+    @property
+    def refused(self) -> bool:
+        return self.verdict is Verdict.REFUSED
+
+    def __repr__(self) -> str:
+        size = "None" if self.artifact_json is None else f"<{len(self.artifact_json)} bytes>"
+        return (
+            f"LoomResult(verdict={self.verdict.value!r}, code={self.code!r}, message={self.message!r}, "
+            f"artifact_json={size}, service_url={self.service_url!r})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LoomPlan:
+    """An original that may be sent: where, with which token, and the query (see ``LoomClient.plan``)."""
+
+    base_url: str
+    token: SecretStr | None
+    capabilities: Capabilities
+    format: str
+    size: int
+    params: tuple[tuple[str, str], ...]
+    secrets: tuple[str, ...] = field(repr=False, default=())
+
+    def takes(self, option: str) -> bool:
+        """Whether the service takes ``option`` for the planned format."""
+        return option in self.capabilities.options_for(self.format)
+
+
+class LoomUnavailable(Exception):
+    """A service cannot be used now. ``code`` is ``format_unavailable`` when that is why, else ``None``."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def _scrub(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, "[token]")
+    return text[:_MAX_MESSAGE_CHARS]
+
+
+def _compressed(headers: Mapping[str, str]) -> str | None:
+    value = headers.get("Content-Encoding")
+    if value and value.strip().lower() not in ("", "identity"):
+        return value.strip()[:100]
+    return None
+
+
+class LoomClient:
+    """Calls extractor services as the contract's server. Safe to share between threads.
+
+    ``session`` is the ``requests.Session`` to call with (a new one by default); ``clock`` is the monotonic clock the
+    capabilities cache is timed by (tests inject a fake one; the whole-call deadline always runs on real time).
+    """
+
+    def __init__(
+        self,
+        settings: LoomSettings,
+        session: requests.Session | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self._session = session if session is not None else requests.Session()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._capabilities: dict[str, tuple[float, Capabilities]] = {}
+
+    def __repr__(self) -> str:
+        return f"LoomClient(settings={self.settings!r})"
+
+    # -- routing and capabilities ------------------------------------------------------------------------------
+
+    def route(self, format: str, media_type: str | None = None, override_url: str | None = None) -> Route:
+        """See ``LoomSettings.route``: (normalised base URL, token or None)."""
+        return self.settings.route(format, media_type, override_url)
+
+    def capabilities(self, base_url: str, token: str | SecretStr | None = None) -> Capabilities:
+        """The service's capabilities, read again once ``CAPABILITIES_TTL_S`` has passed since the last read.
+
+        ``token`` defaults to the one the settings give the URL. Raises ``LoomUnavailable`` when the service cannot
+        say (an answer other than a plain 200, not JSON, not the contract's shape, another contract version).
+        A failed read is not cached: the next call reads again.
+        """
+        url = normalize_url(base_url)
+        secret = self._token(url, token)
+        now = self._clock()
+        with self._lock:
+            cached = self._capabilities.get(url)
+        if cached is not None and now - cached[0] < CAPABILITIES_TTL_S:
+            return cached[1]
+        caps = self._read_capabilities(url, secret)
+        with self._lock:
+            self._capabilities[url] = (now, caps)
+        return caps
+
+    def _token(self, url: str, token: str | SecretStr | None) -> SecretStr | None:
+        if isinstance(token, SecretStr):
+            return token if token.get_secret_value() else None
+        if token:
+            return SecretStr(token)
+        return self.settings.token_for(url)
+
+    def _read_capabilities(self, url: str, token: SecretStr | None) -> Capabilities:
+        where = f"{url}/v1/capabilities"
+        try:
+            answer = call(
+                self._session,
+                "GET",
+                where,
+                headers={"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": _USER_AGENT},
+                token=token.get_secret_value() if token else None,
+                timeout_s=self.settings.timeout_s,
+                body_limit=lambda status, _h: MAX_CAPABILITIES_BYTES if status == 200 else 0,
+            )
+        except CallFailed as exc:
+            raise LoomUnavailable(f"{where}: {exc}") from None
+        encoding = _compressed(answer.headers)
+        if encoding:
+            raise LoomUnavailable(f"{where}: the service compressed its answer ({encoding})")
+        if answer.status != 200:
+            hint = " (no token is configured for this service)" if answer.status == 401 and token is None else ""
+            raise LoomUnavailable(f"{where}: the service answered HTTP {answer.status}{hint}")
+        if answer.overflow:
+            raise LoomUnavailable(f"{where}: the answer is over {MAX_CAPABILITIES_BYTES} bytes")
+        try:
+            doc = orjson.loads(answer.body)
+        except orjson.JSONDecodeError:
+            raise LoomUnavailable(f"{where}: the answer is not JSON") from None
+        if not isinstance(doc, dict):
+            raise LoomUnavailable(f"{where}: the answer is not a JSON object")
+        version = doc.get("contract_version")
+        if type(version) is not int or version != CONTRACT_VERSION:
+            raise LoomUnavailable(
+                f"{where}: the service speaks contract version {str(version)[:20]}, "
+                f"this server speaks {CONTRACT_VERSION}"
+            )
+        try:
+            return Capabilities.model_validate(doc)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "(document)"
+            raise LoomUnavailable(
+                f"{where}: the capabilities do not match the contract ({exc.error_count()} problem(s); "
+                f"{loc}: {first['msg']})"
+            ) from None
+
+    # -- the extract call --------------------------------------------------------------------------------------
+
+    def plan(
+        self,
+        size: int,
+        *,
+        format: str,
+        name: str = "",
+        media_type: str | None = None,
+        encoding: str | None = None,
+        sql_dialect: str | None = None,
+        base_url: str | None = None,
+        token: str | SecretStr | None = None,
+    ) -> LoomPlan | LoomResult:
+        """Everything ``extract`` decides before it sends an original of ``size`` bytes.
+
+        A ``LoomResult`` when the original is not to be sent (unroutable, service unavailable or not listing the
+        format, over its max_bytes, an option it does not take); else the ``LoomPlan`` to ``send``. Lets a caller
+        check an original's size before reading it in. Arguments as for ``extract``.
+        """
+        secrets = self._secrets(token)
+
+        def stop(verdict: Verdict, code: str | None, message: str, url: str | None) -> LoomResult:
+            res = LoomResult(verdict, code, _scrub(message, secrets), None, url)
+            log.warning("loom extract %s (%d bytes) not sent to %s: %s %s", format, size, url, verdict.value, code)
+            return res
+
+        if format not in FORMATS:
+            return stop(
+                Verdict.REFUSED, ErrorCode.UNSUPPORTED_FORMAT.value, f"{format!r} is no format LOOM extracts", None
+            )
+        try:
+            route = self.settings.route(format, media_type, base_url)
+        except LoomRoutingError as exc:
+            return stop(Verdict.UNAVAILABLE, None, str(exc), None)
+        url = route.base_url
+        secret = self._token(url, token) if token else route.token
+        try:
+            caps = self.capabilities(url, secret)
+        except LoomUnavailable as exc:
+            return stop(Verdict.UNAVAILABLE, exc.code, exc.message, url)
+        if not caps.supports(format):
+            return stop(
+                Verdict.UNAVAILABLE,
+                ErrorCode.FORMAT_UNAVAILABLE.value,
+                f"the service at {url} does not list {format} in its capabilities",
+                url,
+            )
+        if size > caps.max_bytes:
+            return stop(
+                Verdict.REFUSED,
+                ErrorCode.TOO_LARGE.value,
+                f"the original is {size} bytes, over the {caps.max_bytes} bytes the service at {url} takes",
+                url,
+            )
+        params: list[tuple[str, str]] = [("format", format), ("name", name or "")]
+        takes = caps.options_for(format)
+        for option, value in ((OPTION_ENCODING, encoding), (OPTION_SQL_DIALECT, sql_dialect)):
+            if not value:
+                continue
+            if option not in takes:
+                return stop(
+                    Verdict.REFUSED,
+                    ErrorCode.INVALID_OPTION.value,
+                    f"the service at {url} takes no {option} option for {format}",
+                    url,
+                )
+            params.append((option, value))
+        return LoomPlan(url, secret, caps, format, size, tuple(params), tuple(secrets))
+
+    def extract(
+        self,
+        data: bytes,
+        *,
+        format: str,
+        name: str = "",
+        media_type: str | None = None,
+        encoding: str | None = None,
+        sql_dialect: str | None = None,
+        base_url: str | None = None,
+        token: str | SecretStr | None = None,
+    ) -> LoomResult:
+        """Extract one original. Never raises for anything a service or the settings can do: see ``LoomResult``.
+
+        ``base_url`` (and its ``token``) is a registration's own service; else the settings route the file by its
+        format and media type. ``encoding`` and ``sql_dialect`` are sent only when given (not empty), and only to a
+        service that lists them for the format (else the source is refused as invalid_option, unsent).
+        """
+        plan = self.plan(
+            len(data),
+            format=format,
+            name=name,
+            media_type=media_type,
+            encoding=encoding,
+            sql_dialect=sql_dialect,
+            base_url=base_url,
+            token=token,
+        )
+        if isinstance(plan, LoomResult):
+            return plan
+        return self.send(plan, data)
+
+    def send(self, plan: LoomPlan, data: bytes) -> LoomResult:
+        """POST the original as ``plan`` says and classify the answer (``data`` must be the planned size)."""
+        if len(data) != plan.size:
+            raise ValueError(f"the plan is for {plan.size} bytes, the original is {len(data)}")
+        url = plan.base_url
+        max_artifact = self.settings.max_artifact_bytes
+
+        def body_limit(status: int, headers: Mapping[str, str]) -> int:
+            if _compressed(headers):
+                return 0
+            if status == 200:
+                return max_artifact
+            if 400 <= status < 500 and status not in UNAVAILABLE_STATUSES:
+                return MAX_ERROR_BODY_BYTES
+            return 0
+
+        try:
+            answer = call(
+                self._session,
+                "POST",
+                f"{url}/v1/extract",
+                params=plan.params,
+                data=data,
+                headers={
+                    "Content-Type": "application/octet-stream",
+                    "Accept": "application/json",
+                    "Accept-Encoding": "identity",
+                    "User-Agent": _USER_AGENT,
+                },
+                token=plan.token.get_secret_value() if plan.token else None,
+                timeout_s=self.settings.timeout_s,
+                body_limit=body_limit,
+            )
+        except CallFailed as exc:
+            res = LoomResult(Verdict.UNAVAILABLE, None, _scrub(f"{url}/v1/extract: {exc}", plan.secrets), None, url)
+        else:
+            res = self._classify(answer, plan)
+        level = logging.INFO if res.ok else logging.WARNING
+        log.log(
+            level, "loom extract %s (%d bytes) at %s: %s %s", plan.format, plan.size, url, res.verdict.value, res.code
+        )
+        return res
+
+    def _secrets(self, token: str | SecretStr | None) -> list[str]:
+        secrets = list(self.settings.secrets())
+        value = token.get_secret_value() if isinstance(token, SecretStr) else token
+        if value:
+            secrets.append(value)
+        return secrets
+
+    def _classify(self, answer: RawAnswer, plan: LoomPlan) -> LoomResult:
+        url = plan.base_url
+
+        def done(verdict: Verdict, code: str | None, message: str, artifact: bytes | None = None) -> LoomResult:
+            return LoomResult(verdict, code, _scrub(message, plan.secrets), artifact, url)
+
+        body = answer.body
+        if answer.overflow and answer.status != 200:
+            body = bytes(MAX_ERROR_BODY_BYTES + 1)  # an error body over 64 KiB: only its length matters now
+        verdict = classify_answer(answer.status, answer.headers.get("Content-Encoding"), body)
+        if verdict.verdict is not Verdict.OK:
+            message = verdict.message or f"the service refused the source ({verdict.code}, HTTP {answer.status})"
+            if answer.status == 401 and plan.token is None:
+                message += " (no token is configured for this service)"
+            return done(verdict.verdict, verdict.code, message)
+        if answer.status != 200:  # classify_answer says OK only for a 200; never store anything else
+            return done(Verdict.UNAVAILABLE, None, f"the service answered HTTP {answer.status}")
+        if answer.overflow:
+            return done(
+                Verdict.REFUSED,
+                ErrorCode.RESOURCE_LIMIT.value,
+                f"the artifact is over {self.settings.max_artifact_bytes} bytes ({ENV_MAX_ARTIFACT})",
+            )
+        try:
+            artifact = validate_artifact(answer.body, format=plan.format, original_size=plan.size)
+        except InvalidArtifact as exc:
+            return done(Verdict.REFUSED, ErrorCode.INVALID_ARTIFACT.value, f"the artifact breaks the contract: {exc}")
+        made_by = f"{plan.capabilities.extractor.name} {plan.capabilities.extractor.version}"
+        return done(Verdict.OK, None, f"extracted by {made_by}", artifact.to_json())

@@ -1,0 +1,250 @@
+"""The LOOM job adapter: a LOOM job's poll attempt is one extract attempt, mapped to a ``PollOutcome``.
+
+``run_loom_attempt(job, config, settings)`` is the poll handler for extractorType ``LOOM``
+(``shared.orchestration.outcomes``): it works out the file's format, routes it, checks the service's capabilities
+against the original's size before reading it, reads the original from blob storage, calls the service and maps the
+``LoomResult``:
+
+==============================  ==============================================================================
+LoomResult                      PollOutcome
+==============================  ==============================================================================
+OK                              Succeeded; ``result`` is the validated artifact JSON (unknown fields dropped)
+REFUSED (code)                  Failed; ``reason`` is ``"<code>: <message>"``, ``extractor_status`` the code
+UNAVAILABLE                     Processing: the poll loop tries again with backoff, within the job's attempt and
+                                duration limits (past them the job fails as any job does)
+==============================  ==============================================================================
+
+It never raises for what a service, the settings or the storage can do, and never touches the job's state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import posixpath
+from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from shared.contract import (
+    EXTENSIONS,
+    FORMAT_OPTIONS,
+    OPTION_ENCODING,
+    ErrorCode,
+    format_for_media_type,
+)
+from shared.loom.client import LoomClient, LoomPlan, LoomResult
+from shared.loom.settings import LoomSettingsError, load_loom_settings
+from shared.orchestration.auth import TokenError
+from shared.orchestration.jobs import Job
+from shared.orchestration.outcomes import PollOutcome, register_poll_handler
+from shared.orchestration.registration import ExtractorConfig
+from shared.orchestration.settings import OrchestrationSettings
+
+log = logging.getLogger(__name__)
+
+# A registration's extractionUrl may name the base URL or one of the contract's endpoints under it.
+_ENDPOINT_SUFFIXES = ("/v1/extract", "/v1/capabilities")
+
+
+class OriginalUnavailable(Exception):
+    """The original cannot be read now (storage error): try again later."""
+
+
+class OriginalGone(Exception):
+    """The original cannot ever be read (no such blob, a location that is no blob of our account)."""
+
+
+class Original(Protocol):
+    """The file to extract: its size first (so an original too large is never read in), then its bytes."""
+
+    def size(self) -> int: ...
+
+    def read(self) -> bytes: ...
+
+
+class BlobOriginal:
+    """The job's original in the configured storage account (``fileLocationUrl``)."""
+
+    def __init__(self, settings: OrchestrationSettings, location: str) -> None:
+        from shared.orchestration.storage import blob_service, parse_blob_url
+
+        try:
+            ref = parse_blob_url(location)
+        except ValueError as exc:
+            raise OriginalGone(str(exc)) from None
+        service = blob_service(settings)
+        if service.account_name and ref.account.lower() != service.account_name.lower():
+            raise OriginalGone(
+                f"the file is in storage account {ref.account!r}, not the configured {service.account_name!r}"
+            )
+        self._blob = service.get_blob_client(ref.container, ref.blob)
+        self._where = f"{ref.container}/{ref.blob}"
+
+    def _call(self, what: str, fn: Any) -> Any:
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        try:
+            return fn()
+        except ResourceNotFoundError:
+            raise OriginalGone(f"the original {self._where} does not exist") from None
+        except AzureError as exc:
+            raise OriginalUnavailable(f"{what} {self._where} failed ({type(exc).__name__})") from None
+
+    def size(self) -> int:
+        return int(self._call("reading the properties of", lambda: self._blob.get_blob_properties().size))
+
+    def read(self) -> bytes:
+        return bytes(self._call("downloading", lambda: self._blob.download_blob().readall()))
+
+
+def loom_client(settings: OrchestrationSettings) -> LoomClient:
+    """The LOOM client for these settings, made once (raises ``LoomSettingsError`` while a setting is wrong)."""
+
+    def make() -> LoomClient:
+        loom = load_loom_settings(settings.env)
+        session = requests.Session()
+        adapter = HTTPAdapter(pool_connections=16, pool_maxsize=max(16, settings.submit_concurrency), max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        return LoomClient(loom, session=session)
+
+    return settings.cached("loom_client", make)
+
+
+def _names(job: Job) -> list[str]:
+    names = [job.file_name or "", job.file_path or ""]
+    with contextlib.suppress(ValueError):
+        names.append(unquote(urlsplit(job.file_location_url).path))
+    return [n for n in names if n]
+
+
+def detect_format(content_type: str | None, names: list[str]) -> str | None:
+    """The format a file is routed as: its media type's, unless that says only ``text`` (text/plain, the catch-all
+    for text files) or nothing, when the first name with a known extension decides."""
+    by_type = format_for_media_type(content_type) if content_type else None
+    if by_type is not None and by_type != "text":
+        return by_type
+    for name in names:
+        ext = posixpath.splitext(name.replace("\\", "/").lower())[1]
+        if ext in EXTENSIONS:
+            return EXTENSIONS[ext]
+    return by_type
+
+
+def _charset(content_type: str | None) -> str | None:
+    if not content_type or ";" not in content_type:
+        return None
+    for param in content_type.split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip().strip('"'):
+            return value.strip().strip('"')[:64]
+    return None
+
+
+def _base_url(config: ExtractorConfig) -> str | None:
+    url = getattr(config, "extraction_url", None)
+    if not isinstance(url, str) or not url.strip():
+        return None
+    url = url.strip().rstrip("/")
+    for suffix in _ENDPOINT_SUFFIXES:
+        if url.endswith(suffix):
+            return url[: -len(suffix)]
+    return url
+
+
+def _option(config: ExtractorConfig, *keys: str) -> str | None:
+    extra = config.model_extra or {}
+    for key in keys:
+        value = extra.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def outcome_for(result: LoomResult) -> PollOutcome:
+    """How the poll loop takes one extract attempt's result."""
+    details: dict[str, Any] = {"loom_verdict": result.verdict.value, "loom_service": result.service_url}
+    if result.code:
+        details["loom_code"] = result.code
+    if result.ok:
+        details["content_type"] = "application/json"
+        return PollOutcome.succeeded(result.artifact_json, extractor_status="ok", details=details)
+    if result.refused:
+        return PollOutcome.failed(f"{result.code}: {result.message}", extractor_status=result.code, details=details)
+    return PollOutcome.processing(
+        f"extractor unavailable: {result.message}", extractor_status="unavailable", details=details
+    )
+
+
+def run_loom_attempt(
+    job: Job,
+    config: ExtractorConfig,
+    settings: OrchestrationSettings,
+    *,
+    client: LoomClient | None = None,
+    original: Original | None = None,
+) -> PollOutcome:
+    """One extract attempt of a LOOM job (the poll handler for extractorType LOOM)."""
+    try:
+        loom = client if client is not None else loom_client(settings)
+    except LoomSettingsError as exc:
+        return PollOutcome.processing(f"the LOOM settings are invalid: {exc}", extractor_status="unavailable")
+
+    fmt = detect_format(job.content_type, _names(job))
+    if fmt is None:
+        return PollOutcome.failed(
+            f"{ErrorCode.UNSUPPORTED_FORMAT.value}: neither the content type {job.content_type!r} nor the file's name "
+            "names a format LOOM extracts",
+            extractor_status=ErrorCode.UNSUPPORTED_FORMAT.value,
+        )
+    token: str | None = None
+    if config.auth is not None:
+        try:
+            token = config.token(settings)
+        except TokenError as exc:
+            return PollOutcome.processing(f"no token for the LOOM extractor: {exc}", extractor_status="unavailable")
+
+    names = _names(job)
+    name = posixpath.basename(names[0].replace("\\", "/")) if names else ""
+    encoding = _option(config, "encoding")
+    sql_dialect = _option(config, "sqlDialect", "sql_dialect") if fmt == "sql" else None
+    charset = _charset(job.content_type) if OPTION_ENCODING in FORMAT_OPTIONS[fmt] else None
+
+    try:
+        source: Original = original if original is not None else BlobOriginal(settings, job.file_location_url)
+        size = source.size()
+
+        def plan_for(n: int) -> LoomPlan | LoomResult:
+            kwargs: dict[str, Any] = {
+                "format": fmt,
+                "name": name,
+                "media_type": job.content_type,
+                "encoding": encoding,
+                "sql_dialect": sql_dialect,
+                "base_url": _base_url(config),
+                "token": token,
+            }
+            plan = loom.plan(n, **kwargs)
+            if isinstance(plan, LoomPlan) and encoding is None and charset and plan.takes(OPTION_ENCODING):
+                plan = loom.plan(n, **{**kwargs, "encoding": charset})  # the content type's charset, as a hint
+            return plan
+
+        plan = plan_for(size)
+        if isinstance(plan, LoomResult):
+            return outcome_for(plan)
+        data = source.read()
+    except OriginalGone as exc:
+        return PollOutcome.failed(f"the original cannot be read: {exc}", extractor_status="original_missing")
+    except OriginalUnavailable as exc:
+        return PollOutcome.processing(f"the original cannot be read now: {exc}", extractor_status="unavailable")
+    if len(data) != plan.size:  # the blob changed between its size and its read
+        plan = plan_for(len(data))
+        if isinstance(plan, LoomResult):
+            return outcome_for(plan)
+    return outcome_for(loom.send(plan, data))
+
+
+register_poll_handler("LOOM", run_loom_attempt)

@@ -1,0 +1,261 @@
+"""DOCSAI and DBRICKS: submission and polling exactly as the extractor-service spec shows.
+
+Submission: ``POST extractionUrl`` with ``Authorization: Bearer <token>`` and the type's body; any 2xx is
+transport success; non-2xx answers and transport errors are retried, ``SUBMIT_MAX_ATTEMPTS`` (5) attempts in all,
+``SUBMIT_RETRY_DELAY_MS`` (2000) apart. The run id is ``ExtractedEntityId`` (DOCSAI) or ``id`` (DBRICKS) of the 2xx
+answer; a 2xx answer without it fails the job (it is not retried: the extractor took the request).
+
+Polling: ``GET {pollingUrl}/{urlencoded runId}`` with the bearer token, mapped to a ``PollOutcome``:
+
+- DOCSAI reads ``Status``: ``complete`` -> Succeeded with ``Payload`` as the result; ``failed`` -> Failed;
+  ``processing``, missing, or any other value -> Processing.
+- DBRICKS reads ``overall_status``: ``COMPLETED`` -> Succeeded (``tasks[].result_url`` as result URLs); ``FAILED`` or
+  ``CANCELLED`` -> Failed; ``ENQUEUED``, ``PROCESSING``, missing or unrecognized -> Processing.
+- A polling request error (transport error, non-2xx, a body that is not a JSON object) -> Processing.
+- A missing ``pollingUrl`` or run id -> Failed.
+
+Status strings are compared case-insensitively.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+import requests
+
+from shared.orchestration.auth import TokenError, http_session
+from shared.orchestration.jobs import Job
+from shared.orchestration.outcomes import PollOutcome, register_poll_handler
+from shared.orchestration.registration import ExtractorConfig
+from shared.orchestration.results import ResultError, resolve_docsai_payload
+from shared.orchestration.settings import AZURE_CLIENT_ID, OrchestrationSettings
+from shared.orchestration.storage import parse_blob_url, signed_read_url
+
+log = logging.getLogger(__name__)
+
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+class SubmissionError(Exception):
+    """The submission failed; ``reason`` goes on the Failed job (never a token)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def source_path(job: Job) -> str:
+    """DBRICKS ``file_path``: the event's ``filePath``, else ``/<container>/<blob>`` of its ``fileLocationUrl``."""
+    if job.file_path:
+        return job.file_path
+    try:
+        ref = parse_blob_url(job.file_location_url)
+    except ValueError:
+        from urllib.parse import urlsplit
+
+        return urlsplit(job.file_location_url).path
+    return f"/{ref.container}/{ref.blob}"
+
+
+def docsai_body(job: Job, file_url: str) -> dict[str, Any]:
+    return {
+        "jobId": job.job_id,
+        "fileUrl": file_url,
+        "DocumentHash": job.document_hash,
+        "FileLocationUrl": job.file_location_url,
+    }
+
+
+def dbricks_body(job: Job, config: ExtractorConfig, azure_client_id: str | None) -> dict[str, Any]:
+    agent = (config.agent or "").strip()
+    if not agent:
+        raise SubmissionError("DBRICKS submission needs an agent: the registered extractor's agent is missing or blank")
+    if not azure_client_id:
+        raise SubmissionError(f"DBRICKS submission needs the app's Entra client id: {AZURE_CLIENT_ID} is not set")
+    return {
+        "name": f"extract-{job.file_id}-{job.job_id}",
+        "client_id": azure_client_id,
+        "created_by": azure_client_id,
+        "metadata": {"output_path": f"/results/{job.client_application_id}/{job.file_id}/{job.job_id}"},
+        "files": [{"file_path": source_path(job), "agent": agent}],
+    }
+
+
+def submission_body(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> dict[str, Any]:
+    if config.extractor_type == "DOCSAI":
+        try:
+            file_url = signed_read_url(settings, parse_blob_url(job.file_location_url))
+        except ValueError as exc:
+            raise SubmissionError(f"no signed URL for the file: {exc}") from None
+        return docsai_body(job, file_url)
+    if config.extractor_type == "DBRICKS":
+        return dbricks_body(job, config, settings.azure_client_id)
+    raise SubmissionError(f"extractor type {config.extractor_type} is not submitted by HTTP POST")
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    run_id: str
+    status_code: int
+    attempts: int
+
+
+def run_id_from_answer(extractor_type: str, content: bytes) -> str:
+    try:
+        answer = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        answer = None
+    key = "ExtractedEntityId" if extractor_type == "DOCSAI" else "id"
+    value = answer.get(key) if isinstance(answer, dict) else None
+    if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
+        raise SubmissionError(
+            f"the extractor accepted the submission but its answer has no {key} (run id); not resubmitted"
+        )
+    if not isinstance(value, int | str):
+        raise SubmissionError(f"the extractor's {key} is a JSON {type(value).__name__}, not a run id")
+    return str(value).strip()
+
+
+def submit(
+    job: Job,
+    config: ExtractorConfig,
+    settings: OrchestrationSettings,
+    *,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Submitted:
+    """POST the submission with the spec's retries; raise ``SubmissionError`` when it fails."""
+    body = submission_body(job, config, settings)  # refuses (blank agent, no signed URL) before anything is sent
+    try:
+        token = config.token(settings)
+    except TokenError as exc:
+        raise SubmissionError(f"no bearer token for the extractor: {exc}") from None
+    http = session or http_session(settings)
+    payload = orjson.dumps(body)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": "application/json"}
+    last = ""
+    for attempt in range(1, settings.submit_max_attempts + 1):
+        try:
+            resp = http.post(
+                config.extraction_url,
+                data=payload,
+                headers=headers,
+                timeout=settings.http_timeout_s,
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            last = f"transport error {type(exc).__name__}"
+        else:
+            if 200 <= resp.status_code < 300:
+                return Submitted(run_id_from_answer(config.extractor_type, resp.content), resp.status_code, attempt)
+            last = f"HTTP {resp.status_code}"
+        log.warning("job %s: submission attempt %d failed: %s", job.job_id, attempt, last)
+        if attempt < settings.submit_max_attempts:
+            sleep(settings.submit_retry_delay_ms / 1000)
+    raise SubmissionError(f"submission failed after {settings.submit_max_attempts} attempts (last: {last})")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Polling
+
+
+def _poll_json(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> dict[str, Any] | PollOutcome:
+    if not config.polling_url:
+        return PollOutcome.failed("the extractor has no pollingUrl: polling cannot proceed")
+    if not job.run_id:
+        return PollOutcome.failed("the job has no runId: polling cannot proceed")
+    url = f"{config.polling_url.rstrip('/')}/{quote(job.run_id, safe='')}"
+    try:
+        token = config.token(settings)
+    except TokenError as exc:
+        return PollOutcome.processing(f"polling request error: {exc}")
+    try:
+        resp = http_session(settings).get(
+            url,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=settings.http_timeout_s,
+            allow_redirects=False,
+        )
+    except requests.RequestException as exc:
+        return PollOutcome.processing(f"polling request error: {type(exc).__name__}")
+    if not 200 <= resp.status_code < 300:
+        return PollOutcome.processing(f"polling request error: HTTP {resp.status_code}")
+    if len(resp.content) > MAX_ANSWER_BYTES:
+        return PollOutcome.processing("polling request error: answer over 4 MiB")
+    try:
+        answer = orjson.loads(resp.content)
+    except orjson.JSONDecodeError:
+        return PollOutcome.processing("polling request error: the answer is not JSON")
+    if not isinstance(answer, dict):
+        return PollOutcome.processing("polling request error: the answer is not a JSON object")
+    return answer
+
+
+def _message(answer: dict[str, Any], *keys: str) -> str:
+    for key in keys:
+        value = answer.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:500]
+    return ""
+
+
+def poll_docsai(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> PollOutcome:
+    answer = _poll_json(job, config, settings)
+    if isinstance(answer, PollOutcome):
+        return answer
+    raw = answer.get("Status")
+    status = raw.strip().lower() if isinstance(raw, str) else None
+    if status == "complete":
+        # Raises ResultError when the payload cannot be had: the poll loop retries or fails the job.
+        resolved = resolve_docsai_payload(answer.get("Payload"), settings)
+        return PollOutcome.succeeded(
+            resolved.data, extractor_status=raw, details={"content_type": resolved.content_type}
+        )
+    if status == "failed":
+        detail = _message(answer, "message", "Message", "error")
+        return PollOutcome.failed("DOCSAI reported failed" + (f": {detail}" if detail else ""), extractor_status=raw)
+    return PollOutcome.processing(extractor_status=raw if isinstance(raw, str) else None)
+
+
+def poll_dbricks(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> PollOutcome:
+    answer = _poll_json(job, config, settings)
+    if isinstance(answer, PollOutcome):
+        return answer
+    raw = answer.get("overall_status")
+    status = raw.strip().upper() if isinstance(raw, str) else None
+    if status == "COMPLETED":
+        tasks = answer.get("tasks")
+        urls = tuple(
+            t["result_url"].strip()
+            for t in (tasks if isinstance(tasks, list) else [])
+            if isinstance(t, dict) and isinstance(t.get("result_url"), str) and t["result_url"].strip()
+        )
+        return PollOutcome.succeeded(None, result_urls=urls, extractor_status=raw)
+    if status in ("FAILED", "CANCELLED"):
+        detail = _message(answer, "error", "message", "status_message")
+        return PollOutcome.failed(
+            f"DBRICKS reported {status}" + (f": {detail}" if detail else ""), extractor_status=raw
+        )
+    return PollOutcome.processing(extractor_status=raw if isinstance(raw, str) else None)
+
+
+register_poll_handler("DOCSAI", poll_docsai)
+register_poll_handler("DBRICKS", poll_dbricks)
+
+__all__ = [
+    "ResultError",
+    "SubmissionError",
+    "Submitted",
+    "dbricks_body",
+    "docsai_body",
+    "poll_dbricks",
+    "poll_docsai",
+    "submission_body",
+    "submit",
+]

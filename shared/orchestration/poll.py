@@ -1,0 +1,272 @@
+"""One poll message -> one poll attempt of one job.
+
+A poll message says which attempt it is for (``{"jobId", "attempt"}``). ``handle_poll_message``:
+
+1. drops it when the job is missing or terminal, is not polling, or expects another attempt (a duplicate or stale
+   message can never start a second poll chain or count an attempt twice);
+2. re-enqueues it with the remaining delay when it arrived before the job's next poll time (more than 1 s early);
+3. re-enqueues it after the lease when another worker holds the job's poll lease (``POLL_LEASE_SECONDS``);
+4. claims the attempt (ETag-guarded lease), runs the extractor type's poll handler (``outcomes.POLL_HANDLERS``);
+5. on Succeeded stores the result / ingests DBRICKS results and marks the job Succeeded (events Succeeded and
+   ExtractedResult); on Failed marks it Failed; on Processing either stops (``attemptNumber >= maxPollingAttempts``
+   or ``jobAgeMs > maxDurationMs``: Failed) or moves the job to the next attempt and enqueues its message with the
+   backoff delay as visibility timeout (event Processing).
+
+Every write is guarded by the job's ETag and the lease id, so a worker that lost its lease (it crashed, or ran past
+the lease) changes nothing. A worker that dies mid-poll leaves the lease to run out; the queue redelivers the message
+and the next worker polls that attempt again. A result that cannot be stored or ingested for a transient reason is
+retried on the next attempts (at most ``RESULT_MAX_ATTEMPTS`` in a row), then the job fails with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Final
+
+from shared.orchestration import outbox
+from shared.orchestration.backoff import delay_ms, resolve_tracking, stop_reason
+from shared.orchestration.jobs import Change, EventDraft, Job, JobState, mutate
+from shared.orchestration.outcomes import PollOutcome, PollStatus, poll_handler_for
+from shared.orchestration.results import (
+    ResolvedResult,
+    ResultError,
+    ingest_dbricks_results,
+    result_blob_name,
+    store_result,
+)
+from shared.orchestration.runtime import Deps
+from shared.orchestration.scheduling import PollMessage, PollMessageError, enqueue_poll
+from shared.orchestration.status import EventType, JobStatus
+
+log = logging.getLogger(__name__)
+
+EARLY_TOLERANCE_MS: Final = 1000
+
+
+class Action:
+    DROPPED: Final = "dropped"  # nothing to do: duplicate, stale, terminal, unknown job, malformed message
+    EARLY: Final = "early"  # re-enqueued with the remaining delay
+    BUSY: Final = "busy"  # another worker holds the lease: re-enqueued for when it runs out
+    RESCHEDULED: Final = "rescheduled"  # polled, still processing: the next attempt is enqueued
+    SUCCEEDED: Final = "succeeded"
+    FAILED: Final = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class PollResult:
+    action: str
+    job_id: str | None = None
+    attempt: int | None = None
+    state: str | None = None
+    reason: str | None = None
+    next_delay_ms: int | None = None
+
+
+def handle_poll_message(body: bytes | str, deps: Deps) -> PollResult:
+    """Handle one ``poll-jobs`` message. Raises only on infrastructure errors (the queue then redelivers)."""
+    try:
+        msg = PollMessage.parse(body)
+    except PollMessageError as exc:
+        log.warning("dropping a malformed poll message: %s", exc)
+        return PollResult(Action.DROPPED, reason=str(exc))
+    claim = claim_attempt(msg, deps)
+    if isinstance(claim, PollResult):
+        return claim
+    return complete_attempt(claim, poll_once(claim, deps), deps)
+
+
+def claim_attempt(msg: PollMessage, deps: Deps) -> Job | PollResult:
+    """Take the job's poll lease for ``msg.attempt``; a ``PollResult`` says why not (and re-enqueues if due)."""
+    lease = uuid.uuid4().hex
+    seen: list[str] = []
+
+    def decide(job: Job) -> Change | None:
+        now = deps.now()
+        seen[:] = []
+        if job.terminal or job.state != JobState.POLLING or job.attempt != msg.attempt:
+            seen.append(Action.DROPPED)
+            return None
+        if job.next_poll_at is not None and _ms(job.next_poll_at - now) > EARLY_TOLERANCE_MS:
+            seen.append(Action.EARLY)
+            return None
+        if job.lease_held(now):
+            seen.append(Action.BUSY)
+            return None
+        until = now + timedelta(seconds=deps.settings.poll_lease_s)
+        return Change(replace(job, lease_id=lease, lease_until=until, updated_at=now))
+
+    job, changed = mutate(deps.store, msg.job_id, decide)
+    if job is None:
+        return PollResult(Action.DROPPED, msg.job_id, msg.attempt, reason="no such job")
+    if changed:
+        return job
+    now = deps.now()
+    action = seen[0] if seen else Action.DROPPED
+    if action == Action.EARLY:
+        assert job.next_poll_at is not None
+        remaining = _ms(job.next_poll_at - now)
+        enqueue_poll(deps.poll_queue, job.job_id, msg.attempt, remaining)
+        return PollResult(Action.EARLY, job.job_id, msg.attempt, str(job.state), next_delay_ms=int(remaining))
+    if action == Action.BUSY:
+        assert job.lease_until is not None
+        remaining = _ms(job.lease_until - now)
+        enqueue_poll(deps.poll_queue, job.job_id, msg.attempt, remaining)
+        return PollResult(Action.BUSY, job.job_id, msg.attempt, str(job.state), next_delay_ms=int(remaining))
+    if job.terminal:
+        outbox.settle(job.job_id, deps.store, deps.publisher)  # finish publishing if an earlier run could not
+    reason = f"job is {job.state}, expecting attempt {job.attempt}"
+    return PollResult(Action.DROPPED, job.job_id, msg.attempt, str(job.state), reason=reason)
+
+
+def poll_once(job: Job, deps: Deps) -> PollOutcome | ResultError:
+    """Run the job's poll handler with ``deps.settings``."""
+    extractor_type = job.extractor_type or ""
+    handler = poll_handler_for(extractor_type)
+    if handler is None:
+        return PollOutcome.failed(f"no poll handler is registered for extractor type {extractor_type!r}")
+    try:
+        config = job.config()
+    except ValueError as exc:
+        return PollOutcome.failed(f"the job's extractor configuration is unusable: {exc}")
+    try:
+        outcome = handler(job, config, deps.settings)
+    except ResultError as exc:
+        return exc
+    except Exception as exc:  # a handler bug or an unexpected answer: count the attempt, keep polling
+        log.exception("job %s: %s poll handler raised", job.job_id, extractor_type)
+        return PollOutcome.processing(f"poll handler error: {type(exc).__name__}")
+    if not isinstance(outcome, PollOutcome):
+        return PollOutcome.processing(f"poll handler returned {type(outcome).__name__}, not a PollOutcome")
+    return outcome
+
+
+def complete_attempt(job: Job, outcome: PollOutcome | ResultError, deps: Deps) -> PollResult:
+    """Apply one attempt's outcome to the job (holding the lease taken by ``claim_attempt``)."""
+    if isinstance(outcome, PollOutcome) and outcome.status == PollStatus.SUCCEEDED:
+        try:
+            location, urls = _handle_result(job, outcome, deps)
+        except ResultError as exc:
+            outcome_or_error: PollOutcome | ResultError = exc
+        else:
+            return _finish(job, deps, succeeded=(location, urls, outcome))
+    else:
+        outcome_or_error = outcome
+    if isinstance(outcome_or_error, ResultError):
+        return _result_failure(job, outcome_or_error, deps)
+    if outcome_or_error.status == PollStatus.FAILED:
+        return _finish(job, deps, failed=outcome_or_error.reason or "the extractor reported failure")
+    return _reschedule(job, outcome_or_error.reason or None, deps, result_failures=0)
+
+
+def _handle_result(job: Job, outcome: PollOutcome, deps: Deps) -> tuple[str | None, tuple[str, ...]]:
+    location: str | None = None
+    urls: tuple[str, ...] = ()
+    if outcome.result is not None:
+        content_type = str(outcome.details.get("content_type") or "application/json")
+        name = result_blob_name(job.client_application_id, job.file_id, job.job_id)
+        location = store_result(deps.settings, name, ResolvedResult(outcome.result, content_type))
+    if outcome.result_urls:
+        urls = ingest_dbricks_results(
+            deps.settings, job.client_application_id, job.file_id, job.job_id, outcome.result_urls, sleep=deps.sleep
+        )
+    return location, urls
+
+
+def _guarded(job: Job, deps: Deps, build: Change) -> tuple[Job | None, bool]:
+    """Write ``build`` only if the job is still polling this attempt under our lease."""
+
+    def decide(current: Job) -> Change | None:
+        if current.state != JobState.POLLING or current.lease_id != job.lease_id or current.attempt != job.attempt:
+            return None
+        return Change(replace(build.job, etag=current.etag, sequence=current.sequence), build.events)
+
+    return mutate(deps.store, job.job_id, decide)
+
+
+def _finish(
+    job: Job,
+    deps: Deps,
+    *,
+    failed: str | None = None,
+    succeeded: tuple[str | None, tuple[str, ...], PollOutcome] | None = None,
+) -> PollResult:
+    now = deps.now()
+    base = replace(job, lease_id=None, lease_until=None, updated_at=now)
+    if succeeded is not None:
+        location, urls, _ = succeeded
+        change = Change(
+            replace(base, state=JobState.SUCCEEDED, result_location=location, result_urls=urls, reason=None),
+            (
+                EventDraft(JobStatus.SUCCEEDED, attempt=job.attempt),
+                EventDraft(
+                    JobStatus.SUCCEEDED,
+                    event_type=EventType.RESULT,
+                    attempt=job.attempt,
+                    result_location=location,
+                    result_urls=urls,
+                ),
+            ),
+        )
+        action = Action.SUCCEEDED
+    else:
+        change = Change(
+            replace(base, state=JobState.FAILED, reason=failed),
+            (EventDraft(JobStatus.FAILED, reason=failed, attempt=job.attempt),),
+        )
+        action = Action.FAILED
+    stored, changed = _guarded(job, deps, change)
+    outbox.settle(job.job_id, deps.store, deps.publisher)
+    if not changed:
+        return _lost(job, stored)
+    return PollResult(action, job.job_id, job.attempt, str(stored.state) if stored else None, reason=failed)
+
+
+def _result_failure(job: Job, error: ResultError, deps: Deps) -> PollResult:
+    failures = job.result_failures + 1
+    if error.permanent or failures >= deps.settings.result_max_attempts:
+        return _finish(job, deps, failed=f"result handling failed: {error.reason}")
+    return _reschedule(job, f"result handling failed, will retry: {error.reason}", deps, result_failures=failures)
+
+
+def _reschedule(job: Job, reason: str | None, deps: Deps, *, result_failures: int) -> PollResult:
+    now = deps.now()
+    tracking = resolve_tracking(job.config().job_tracking_config, deps.settings)
+    stop = stop_reason(job.attempt, job.age_ms(now), tracking)
+    if stop is not None:
+        return _finish(job, deps, failed=stop + (f" (last: {reason})" if reason else ""))
+    next_attempt = job.attempt + 1
+    delay = delay_ms(next_attempt, tracking)
+    change = Change(
+        replace(
+            job,
+            attempt=next_attempt,
+            next_poll_at=now + timedelta(milliseconds=delay),
+            last_delay_ms=delay,
+            lease_id=None,
+            lease_until=None,
+            result_failures=result_failures,
+            updated_at=now,
+        ),
+        (EventDraft(JobStatus.PROCESSING, reason=reason, attempt=job.attempt),),
+    )
+    stored, changed = _guarded(job, deps, change)
+    if changed:
+        enqueue_poll(deps.poll_queue, job.job_id, next_attempt, delay)
+    outbox.settle(job.job_id, deps.store, deps.publisher)
+    if not changed:
+        return _lost(job, stored)
+    return PollResult(Action.RESCHEDULED, job.job_id, job.attempt, str(JobState.POLLING), reason, next_delay_ms=delay)
+
+
+def _lost(job: Job, current: Job | None) -> PollResult:
+    state = str(current.state) if current else None
+    return PollResult(
+        Action.DROPPED, job.job_id, job.attempt, state, reason="the job changed meanwhile (canceled or lease lost)"
+    )
+
+
+def _ms(delta: timedelta) -> float:
+    return delta.total_seconds() * 1000

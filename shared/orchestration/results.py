@@ -1,0 +1,372 @@
+"""Result handling: DOCSAI payloads to ``result.json``; DBRICKS result blobs to Palantir ingestion.
+
+DOCSAI ``Payload`` on completion:
+
+- an object (or array): serialized as JSON;
+- a ``data:`` URL: decoded (base64 or percent-encoded);
+- an ``http(s)://`` URL: downloaded, only from a host in ``RESULT_DOWNLOAD_ALLOWED_HOSTS`` (``host``, ``host:port``
+  or ``*.domain``), at most ``RESULT_DOWNLOAD_MAX_BYTES`` within ``RESULT_DOWNLOAD_TIMEOUT_SECONDS``; https only
+  unless ``RESULT_DOWNLOAD_ALLOW_HTTP``; the host's addresses are resolved and every one must be public (no
+  loopback, private, link-local, reserved, multicast) unless ``RESULT_DOWNLOAD_ALLOW_PRIVATE``; the connection goes
+  to the checked address (no second DNS lookup); redirects are followed (at most 3) only to the same host.
+
+The bytes are stored in container ``results`` at ``<clientApplicationId>/<fileId>/<jobId>/result.json``.
+
+DBRICKS: each ``tasks[].result_url`` names a blob in container ``results`` (an https blob URL, ``abfss://`` /
+``wasbs://`` URL, or a path ``/results/...``) that must lie under the job's output path
+``<clientApplicationId>/<fileId>/<jobId>/``; each blob is sent to Palantir (Foundry's dataset file upload API,
+``POST {PALANTIR_INGEST_URL}/api/v1/datasets/{PALANTIR_DATASET_RID}/files:upload?filePath=<path>``, body = the
+bytes) and the result URLs are returned for the extracted-result event.
+
+A ``ResultError`` is ``permanent`` (forbidden host, too large, malformed: the job fails now) or transient (a 5xx,
+a timeout, storage unavailable: the poll loop retries up to ``RESULT_MAX_ATTEMPTS`` times, then fails the job).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import logging
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import quote, unquote, unquote_to_bytes, urljoin, urlsplit
+
+import orjson
+import requests
+import urllib3
+from azure.core.exceptions import AzureError, ResourceNotFoundError
+from azure.storage.blob import ContentSettings
+
+from shared.orchestration.auth import TokenError, bearer_token, http_session
+from shared.orchestration.settings import PALANTIR_INGEST_URL, OrchestrationSettings
+from shared.orchestration.storage import blob_service, blob_url, parse_blob_url
+
+log = logging.getLogger(__name__)
+
+RESULT_FILE: Final = "result.json"
+MAX_REDIRECTS: Final = 3
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+
+
+class ResultError(Exception):
+    def __init__(self, reason: str, *, permanent: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.permanent = permanent
+
+
+def result_blob_name(client_application_id: str, file_id: str, job_id: str) -> str:
+    return f"{client_application_id}/{file_id}/{job_id}/{RESULT_FILE}"
+
+
+def output_prefix(client_application_id: str, file_id: str, job_id: str) -> str:
+    return f"{client_application_id}/{file_id}/{job_id}/"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DOCSAI payloads
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedResult:
+    data: bytes
+    content_type: str = "application/json"
+
+
+def resolve_docsai_payload(
+    payload: Any, settings: OrchestrationSettings, *, resolver: Callable[..., Any] = socket.getaddrinfo
+) -> ResolvedResult:
+    if isinstance(payload, dict | list):
+        return ResolvedResult(orjson.dumps(payload))
+    if isinstance(payload, str):
+        text = payload.strip()
+        low = text[:8].lower()
+        if low.startswith("data:"):
+            return decode_data_url(text, settings.result_download_max_bytes)
+        if low.startswith(("http://", "https://")):
+            return ResolvedResult(download_result(text, settings, resolver=resolver))
+        raise ResultError("the Payload string is neither a data URL nor an http(s) URL", permanent=True)
+    if payload is None:
+        raise ResultError("the extractor reported complete without a Payload", permanent=True)
+    raise ResultError(f"the Payload is a JSON {type(payload).__name__}, not an object or URL", permanent=True)
+
+
+def decode_data_url(url: str, max_bytes: int) -> ResolvedResult:
+    head, sep, data = url[5:].partition(",")
+    if not sep:
+        raise ResultError("malformed data URL (no comma)", permanent=True)
+    params = [p.strip() for p in head.split(";")]
+    media = params[0].lower() if params and params[0] else "text/plain"
+    is_b64 = any(p.lower() == "base64" for p in params[1:])
+    # Refuse early on the encoded size (base64: 4 chars per 3 bytes; percent-encoding: at most 3 chars per byte).
+    encoded_limit = (max_bytes // 3 + 2) * 4 if is_b64 else max_bytes * 3
+    if len(data) > encoded_limit:
+        raise ResultError(f"the data URL result is over {max_bytes} bytes", permanent=True)
+    try:
+        raw = base64.b64decode(unquote(data), validate=True) if is_b64 else unquote_to_bytes(data)
+    except (binascii.Error, ValueError) as exc:
+        raise ResultError(f"the data URL's base64 does not decode: {exc}", permanent=True) from None
+    if len(raw) > max_bytes:
+        raise ResultError(f"the data URL result is over {max_bytes} bytes", permanent=True)
+    return ResolvedResult(raw, media or "application/octet-stream")
+
+
+def host_allowed(host: str, port: int, allowed: tuple[str, ...]) -> bool:
+    host = host.lower().rstrip(".")
+    for entry in allowed:
+        if entry.startswith("*."):
+            if host.endswith(entry[1:]) and host != entry[2:]:
+                return True
+        elif ":" in entry and not entry.startswith("["):
+            h, _, p = entry.rpartition(":")
+            if h == host and p == str(port):
+                return True
+        elif entry.strip("[]") == host:
+            return True
+    return False
+
+
+def _checked_addresses(
+    host: str, port: int, settings: OrchestrationSettings, resolver: Callable[..., Any]
+) -> list[str]:
+    try:
+        infos = resolver(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise ResultError(f"result host {host} does not resolve: {exc}", permanent=False) from None
+    addresses: list[str] = []
+    for info in infos:
+        ip = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        public = ip.is_global and not ip.is_multicast
+        if not public and not settings.result_download_allow_private:
+            raise ResultError(
+                f"result host {host} resolves to a non-public address ({ip}); refused "
+                f"(RESULT_DOWNLOAD_ALLOW_PRIVATE is off)",
+                permanent=True,
+            )
+        addresses.append(str(ip))
+    if not addresses:
+        raise ResultError(f"result host {host} has no address", permanent=False)
+    return addresses
+
+
+def download_result(
+    url: str, settings: OrchestrationSettings, *, resolver: Callable[..., Any] = socket.getaddrinfo
+) -> bytes:
+    """Fetch a result URL under the host, address, size, time and redirect rules above."""
+    deadline = time.monotonic() + settings.result_download_timeout_s
+    max_bytes = settings.result_download_max_bytes
+    current = url
+    first_host: str | None = None
+    for _hop in range(MAX_REDIRECTS + 1):
+        parts = urlsplit(current)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
+            raise ResultError(f"result URL scheme {scheme!r} is not http(s)", permanent=True)
+        if scheme == "http" and not settings.result_download_allow_http:
+            raise ResultError("result URL is plain http; refused (RESULT_DOWNLOAD_ALLOW_HTTP is off)", permanent=True)
+        host = (parts.hostname or "").lower()
+        if not host:
+            raise ResultError("result URL has no host", permanent=True)
+        if parts.username or parts.password:
+            raise ResultError("result URL carries credentials; refused", permanent=True)
+        if first_host is not None and host != first_host:
+            raise ResultError(f"result URL redirected to another host ({host}); refused", permanent=True)
+        first_host = host
+        port = parts.port or (443 if scheme == "https" else 80)
+        if not host_allowed(host, port, settings.result_download_allowed_hosts):
+            raise ResultError(
+                f"result host {host}:{port} is not in RESULT_DOWNLOAD_ALLOWED_HOSTS; refused", permanent=True
+            )
+        address = _checked_addresses(host, port, settings, resolver)[0]
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ResultError("result download ran out of time", permanent=False)
+        timeout = urllib3.Timeout(connect=remaining, read=remaining)
+        host_header = host if parts.port is None else f"{host}:{parts.port}"
+        if scheme == "https":
+            pool: urllib3.HTTPConnectionPool = urllib3.HTTPSConnectionPool(
+                address,
+                port,
+                timeout=timeout,
+                retries=False,
+                server_hostname=host,
+                assert_hostname=host,
+                cert_reqs="CERT_REQUIRED",
+            )
+        else:
+            pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False)
+        try:
+            resp = pool.urlopen(
+                "GET",
+                path,
+                headers={"Host": host_header, "Accept": "*/*", "Accept-Encoding": "identity"},
+                redirect=False,
+                retries=False,
+                preload_content=False,
+            )
+            try:
+                if resp.status in _REDIRECTS:
+                    location = resp.headers.get("Location")
+                    if not location:
+                        raise ResultError(f"result URL answered HTTP {resp.status} without Location", permanent=True)
+                    current = urljoin(current, location)
+                    continue
+                if resp.status != 200:
+                    permanent = 400 <= resp.status < 500 and resp.status not in (408, 429)
+                    raise ResultError(f"result URL answered HTTP {resp.status}", permanent=permanent)
+                length = resp.headers.get("Content-Length")
+                if length and length.isdigit() and int(length) > max_bytes:
+                    raise ResultError(f"result is {length} bytes, over the {max_bytes} byte limit", permanent=True)
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in resp.stream(64 * 1024, decode_content=True):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise ResultError(f"result is over the {max_bytes} byte limit", permanent=True)
+                    if time.monotonic() > deadline:
+                        raise ResultError("result download ran out of time", permanent=False)
+                    chunks.append(chunk)
+                return b"".join(chunks)
+            finally:
+                resp.release_conn()
+        except urllib3.exceptions.HTTPError as exc:
+            raise ResultError(f"result download failed: {type(exc).__name__}", permanent=False) from None
+        finally:
+            pool.close()
+    raise ResultError(f"result URL redirected more than {MAX_REDIRECTS} times", permanent=True)
+
+
+def store_result(settings: OrchestrationSettings, blob_name: str, result: ResolvedResult) -> str:
+    """Upload (overwrite: a retried attempt writes the same bytes to the same place); return the blob URL."""
+    try:
+        container = blob_service(settings).get_container_client(settings.results_container)
+        container.upload_blob(
+            blob_name, result.data, overwrite=True, content_settings=ContentSettings(content_type=result.content_type)
+        )
+    except AzureError as exc:
+        raise ResultError(f"the result could not be stored: {type(exc).__name__}", permanent=False) from None
+    return blob_url(settings, settings.results_container, blob_name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DBRICKS results -> Palantir
+
+
+def result_url_to_blob(url: str, settings: OrchestrationSettings, prefix: str) -> str:
+    """The blob name (in the results container) a DBRICKS ``result_url`` names; it must lie under ``prefix``."""
+    text = url.strip()
+    container: str
+    name: str
+    low = text.lower()
+    if low.startswith(("abfss://", "abfs://", "wasbs://", "wasb://")):
+        parts = urlsplit(text)
+        container = unquote(parts.username or "")
+        name = unquote(parts.path.lstrip("/"))
+    elif low.startswith(("http://", "https://")):
+        try:
+            ref = parse_blob_url(text)
+        except ValueError as exc:
+            raise ResultError(f"result_url {url!r}: {exc}", permanent=True) from None
+        account = blob_service(settings).account_name
+        if account and ref.account.lower() != account.lower():
+            raise ResultError(f"result_url {url!r} is not in the configured storage account", permanent=True)
+        container, name = ref.container, ref.blob
+    else:
+        path = text.removeprefix("dbfs:").lstrip("/")
+        container, _, name = path.partition("/")
+        if container == "results":  # the spec's output_path spelling "/results/..." names the results container
+            container = settings.results_container
+    segments = name.split("/")
+    if container != settings.results_container or not name or any(s in ("", ".", "..") for s in segments):
+        raise ResultError(
+            f"result_url {url!r} does not name a blob in container {settings.results_container}", permanent=True
+        )
+    if not name.startswith(prefix):
+        raise ResultError(f"result_url {url!r} lies outside the job's output path {prefix}", permanent=True)
+    return name
+
+
+def read_result_blob(settings: OrchestrationSettings, name: str) -> bytes:
+    blob = blob_service(settings).get_blob_client(settings.results_container, name)
+    try:
+        size = blob.get_blob_properties().size
+        if size > settings.result_download_max_bytes:
+            raise ResultError(
+                f"result blob {name} is {size} bytes, over the {settings.result_download_max_bytes} byte limit",
+                permanent=True,
+            )
+        return blob.download_blob().readall()
+    except ResourceNotFoundError:
+        raise ResultError(f"result blob {name} does not exist (yet)", permanent=False) from None
+    except AzureError as exc:
+        raise ResultError(f"result blob {name} could not be read: {type(exc).__name__}", permanent=False) from None
+
+
+def palantir_upload(
+    settings: OrchestrationSettings,
+    file_path: str,
+    data: bytes,
+    *,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    s = settings
+    if not s.palantir_ingest_url or not s.palantir_dataset_rid:
+        raise ResultError(f"Palantir ingestion is not configured ({PALANTIR_INGEST_URL} is not set)", permanent=True)
+    try:
+        token = s.palantir_token or bearer_token(s, scope=s.palantir_token_scope)
+    except TokenError as exc:
+        raise ResultError(f"no token for Palantir: {exc}", permanent=False) from None
+    url = f"{s.palantir_ingest_url}/api/v1/datasets/{quote(s.palantir_dataset_rid, safe='')}/files:upload"
+    params = {"filePath": file_path}
+    if s.palantir_branch_id:
+        params["branchId"] = s.palantir_branch_id
+    http = session or http_session(s)
+    last = ""
+    for attempt in range(1, s.submit_max_attempts + 1):
+        try:
+            resp = http.post(
+                url,
+                params=params,
+                data=data,
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/octet-stream"},
+                timeout=s.http_timeout_s,
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            last = type(exc).__name__
+        else:
+            if 200 <= resp.status_code < 300:
+                return
+            last = f"HTTP {resp.status_code}"
+            if 400 <= resp.status_code < 500 and resp.status_code not in (408, 429):
+                raise ResultError(f"Palantir ingestion of {file_path} refused: {last}", permanent=True)
+        if attempt < s.submit_max_attempts:
+            sleep(s.submit_retry_delay_ms / 1000)
+    raise ResultError(
+        f"Palantir ingestion of {file_path} failed {s.submit_max_attempts} times ({last})", permanent=False
+    )
+
+
+def ingest_dbricks_results(
+    settings: OrchestrationSettings,
+    client_application_id: str,
+    file_id: str,
+    job_id: str,
+    result_urls: tuple[str, ...],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[str, ...]:
+    """Read each result blob and send it to Palantir as ``<app>/<file>/<job>/<name>``; return the URLs."""
+    prefix = output_prefix(client_application_id, file_id, job_id)
+    names = [result_url_to_blob(u, settings, prefix) for u in result_urls]  # check every URL before any upload
+    for name in names:
+        palantir_upload(settings, name, read_result_blob(settings, name), sleep=sleep)
+    return result_urls

@@ -1,0 +1,54 @@
+"""Poll messages: ``{"jobId": ..., "attempt": n}`` on the ``poll-jobs`` queue, invisible for the backoff delay.
+
+The queue's visibility timeout has whole seconds: the delay is rounded up (a message is never visible early), and
+capped at the queue's 7-day maximum. Bodies are plain JSON text (host.json sets ``messageEncoding`` to none).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from shared.orchestration.settings import MAX_VISIBILITY_SECONDS
+
+
+class PollMessageError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class PollMessage:
+    job_id: str
+    attempt: int
+
+    def to_text(self) -> str:
+        return orjson.dumps({"jobId": self.job_id, "attempt": self.attempt}).decode()
+
+    @classmethod
+    def parse(cls, body: bytes | str) -> PollMessage:
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise PollMessageError("poll message is not JSON") from None
+        if not isinstance(doc, dict):
+            raise PollMessageError("poll message is not a JSON object")
+        job_id, attempt = doc.get("jobId"), doc.get("attempt")
+        if not isinstance(job_id, str) or not job_id or len(job_id) > 200:
+            raise PollMessageError("poll message has no jobId")
+        if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+            raise PollMessageError("poll message has no attempt number >= 1")
+        return cls(job_id, attempt)
+
+
+def visibility_seconds(delay_ms: float) -> int:
+    return min(MAX_VISIBILITY_SECONDS, max(0, math.ceil(delay_ms / 1000)))
+
+
+def enqueue_poll(queue: Any, job_id: str, attempt: int, delay_ms: float) -> Any:
+    """Send the poll message for ``attempt``; it becomes visible after ``delay_ms`` (rounded up to seconds)."""
+    return queue.send_message(
+        PollMessage(job_id, attempt).to_text(), visibility_timeout=visibility_seconds(delay_ms), time_to_live=-1
+    )

@@ -1,0 +1,169 @@
+"""Test-only extractors with the format-module interface, each misbehaving in one way.
+
+The worker pool runs them by path ("tests.hostile_extractors:sleep_forever"); the tests check that each ends in its
+contract error code and that the next request on the same pool is served normally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from extract_fn.formats.base import ExtractRequest
+from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.contract import ErrorCode, ExtractionError
+
+
+def echo(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """A well-behaved extractor: one paragraph per line of the (UTF-8) input; attrs say what the worker saw."""
+    text = data.decode("utf-8", "replace")
+    lines = text.splitlines() or [""]
+    b = ArtifactBuilder(request.format, parser="test-echo", parser_version="1", unit="lines", options=request.options())
+    b.attrs.update(
+        {
+            "name": request.name,
+            "size": len(data),
+            "pid": os.getpid(),
+            "max_output_bytes": request.max_output_bytes,
+        }
+    )
+    offset = 0
+    for i, line in enumerate(lines, start=1):
+        b.add_block(
+            "paragraph", line, locator=make_locator(line_start=i, char_start=offset, char_end=offset + len(line))
+        )
+        offset += len(line) + 1
+    b.coverage(total=len(lines), extracted=len(lines))
+    return b.build()
+
+
+def summarize(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """A well-behaved extractor whose artifact does not grow with the input: one block saying the size."""
+    b = ArtifactBuilder(request.format, parser="test-summary", parser_version="1", unit="files")
+    b.attrs.update(
+        {
+            "size": len(data),
+            "pid": os.getpid(),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "max_output_bytes": request.max_output_bytes,
+            "options": request.options(),
+            "name": request.name,
+        }
+    )
+    b.add_block("paragraph", f"{len(data)} bytes", locator=make_locator(line_start=1))
+    b.coverage(total=1, extracted=1)
+    return b.build()
+
+
+def sleep_forever(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    while True:
+        time.sleep(3600)
+
+
+def busy_loop(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """Spins holding the GIL: only a kill from outside the process stops it."""
+    n = 0
+    while True:
+        n += 1
+
+
+def allocate_10gb(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    block = bytearray(10 * 1024**3)
+    return {"size": len(block)}
+
+
+def allocate_gradually(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """Grows by 64 MiB steps (each touched) until the memory limit stops it."""
+    hoard = []
+    while True:
+        hoard.append(b"\x01" * (64 * 1024 * 1024))
+
+
+def huge_output(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """An artifact of about ``int(request.name)`` bytes (500 MB unless the name says otherwise)."""
+    size = int(request.name) if request.name.isdigit() else 500 * 1000 * 1000
+    artifact = echo(b"x", request)
+    artifact["blocks"][0]["text"] = "x" * size
+    return artifact
+
+
+def exit_hard(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    os._exit(1)
+
+
+def raise_value_error(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    raise ValueError("secret path /etc/shadow and a traceback must not leak")
+
+
+def raise_extraction_error(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    raise ExtractionError(ErrorCode.ENCODING, "the text does not decode (from the hostile extractor)")
+
+
+def raise_system_exit(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    raise SystemExit(0)
+
+
+def invalid_artifact(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """Serializable JSON that breaks the contract's artifact rules (unknown block type, extracted > total)."""
+    artifact = echo(data, request)
+    artifact["blocks"][0]["type"] = "not_a_block_type"
+    artifact["coverage"]["extracted"] = artifact["coverage"]["total"] + 5
+    return artifact
+
+
+def not_json(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    return {"value": object()}
+
+
+def returns_list(data: bytes, request: ExtractRequest) -> Any:
+    return ["not", "an", "artifact"]
+
+
+def prints_to_stdout(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """A noisy library: what it prints (or writes to fd 1) must not corrupt the worker's protocol."""
+    print("noise on stdout " * 100)
+    os.write(1, b"\x00\x01raw noise on fd 1\n")
+    return echo(data, request)
+
+
+def import_missing(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    import a_module_that_is_not_installed  # type: ignore[import-not-found]  # noqa: F401
+
+    return echo(data, request)
+
+
+def segfault(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    import ctypes
+
+    ctypes.string_at(0)
+    return echo(data, request)
+
+
+def rendezvous(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """Meets ``int(data)`` extractions in the folder ``request.name``: succeeds only if they all run at once."""
+    folder = Path(request.name)
+    want = int(data)
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 20
+    while len(list(folder.iterdir())) < want:
+        if time.monotonic() > deadline:
+            raise ExtractionError(ErrorCode.CORRUPT, "the other extractions never arrived: no parallelism")
+        time.sleep(0.01)
+    return summarize(data, request)
+
+
+def native_libraries(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """pyarrow and pdfium at work, under whatever memory limit the worker has: the files are named in ``data``."""
+    import pyarrow.parquet as pq
+    import pypdfium2 as pdfium
+
+    parquet_path, pdf_path = data.decode().split("\n")
+    rows = pq.read_table(parquet_path).num_rows
+    doc = pdfium.PdfDocument(pdf_path)
+    chars = sum(len(doc[i].get_textpage().get_text_range()) for i in range(len(doc)))
+    artifact = summarize(data, request)
+    artifact["attrs"].update({"parquet_rows": rows, "pdf_pages": len(doc), "pdf_chars": chars})
+    return artifact

@@ -1,0 +1,425 @@
+"""Generators of hostile inputs for the reference extractor (tests/test_extract_hostile.py).
+
+Every input is made at test time, so nothing big lives in the repository: deep nesting in each syntax, huge single
+lines, bodies of NUL bytes, zip bombs (an honest one whose part really inflates to 2 GiB, and one whose central
+directory lies about the size), XML entity-expansion bombs inside OOXML packages, and files that keep a parser busy
+far past a small time limit.
+
+The 2 GiB zip bomb is written without ever holding (or even compressing) 2 GiB: a deflate stream of one chunk is
+ended with a full flush, which resets the compressor's history and aligns it to a byte, so compressing the same
+chunk again gives the same bytes, and the chunk's compressed form is simply repeated. Its CRC-32 is computed over the
+real inflated bytes, so the member is a valid one a careless reader would inflate in full.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import struct
+import zipfile
+import zlib
+from typing import Final
+
+# ---------------------------------------------------------------------------------------------------------------
+# OOXML skeletons
+
+_CT_NS: Final = "http://schemas.openxmlformats.org/package/2006/content-types"
+_REL_NS: Final = "http://schemas.openxmlformats.org/package/2006/relationships"
+_OFFICE_DOC: Final = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+_W_NS: Final = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_S_NS: Final = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_P_NS: Final = "http://schemas.openxmlformats.org/presentationml/2006/main"
+_A_NS: Final = "http://schemas.openxmlformats.org/drawingml/2006/main"
+_R_NS: Final = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_REL_WORKSHEET: Final = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet"
+_REL_SHARED_STRINGS: Final = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings"
+_REL_SLIDE: Final = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide"
+
+XML_DECL: Final = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+
+DOCX_MAIN: Final = "word/document.xml"
+XLSX_SHEET: Final = "xl/worksheets/sheet1.xml"
+XLSX_STRINGS: Final = "xl/sharedStrings.xml"
+PPTX_SLIDE: Final = "ppt/slides/slide1.xml"
+
+_CONTENT_TYPE: Final = {
+    DOCX_MAIN: "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+    "xl/workbook.xml": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml",
+    XLSX_SHEET: "application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml",
+    XLSX_STRINGS: "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml",
+    "ppt/presentation.xml": "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml",
+    PPTX_SLIDE: "application/vnd.openxmlformats-officedocument.presentationml.slide+xml",
+}
+
+
+def _content_types(parts: list[str]) -> str:
+    overrides = "".join(f'<Override PartName="/{p}" ContentType="{_CONTENT_TYPE[p]}"/>' for p in parts)
+    return (
+        f'{XML_DECL}<Types xmlns="{_CT_NS}">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        f"{overrides}</Types>"
+    )
+
+
+def _rels(*targets: tuple[str, str, str]) -> str:
+    items = "".join(f'<Relationship Id="{rid}" Type="{kind}" Target="{target}"/>' for rid, kind, target in targets)
+    return f'{XML_DECL}<Relationships xmlns="{_REL_NS}">{items}</Relationships>'
+
+
+def docx_document_xml(body: str) -> str:
+    return f'{XML_DECL}<w:document xmlns:w="{_W_NS}"><w:body>{body}</w:body></w:document>'
+
+
+def docx_paragraph(text: str) -> str:
+    return f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>"
+
+
+def docx_parts(document_xml: str | bytes | None) -> dict[str, str | bytes]:
+    """A minimal DOCX package's parts; ``document_xml`` None leaves the main part out (to be added by the caller)."""
+    parts: dict[str, str | bytes] = {
+        "[Content_Types].xml": _content_types([DOCX_MAIN]),
+        "_rels/.rels": _rels(("rId1", _OFFICE_DOC, DOCX_MAIN)),
+    }
+    if document_xml is not None:
+        parts[DOCX_MAIN] = document_xml
+    return parts
+
+
+def xlsx_sheet_xml(cells: str) -> str:
+    return f'{XML_DECL}<worksheet xmlns="{_S_NS}"><sheetData>{cells}</sheetData></worksheet>'
+
+
+def xlsx_parts(sheet_xml: str | bytes | None, shared_strings_xml: str | bytes | None = None) -> dict[str, str | bytes]:
+    """A minimal XLSX package (one sheet, optionally shared strings); a None sheet is left for the caller to add."""
+    listed = ["xl/workbook.xml", XLSX_SHEET] + ([XLSX_STRINGS] if shared_strings_xml is not None else [])
+    wb_rels: list[tuple[str, str, str]] = [("rId1", _REL_WORKSHEET, "worksheets/sheet1.xml")]
+    if shared_strings_xml is not None:
+        wb_rels.append(("rId2", _REL_SHARED_STRINGS, "sharedStrings.xml"))
+    parts: dict[str, str | bytes] = {
+        "[Content_Types].xml": _content_types(listed),
+        "_rels/.rels": _rels(("rId1", _OFFICE_DOC, "xl/workbook.xml")),
+        "xl/workbook.xml": (
+            f'{XML_DECL}<workbook xmlns="{_S_NS}" xmlns:r="{_R_NS}">'
+            '<sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>'
+        ),
+        "xl/_rels/workbook.xml.rels": _rels(*wb_rels),
+    }
+    if sheet_xml is not None:
+        parts[XLSX_SHEET] = sheet_xml
+    if shared_strings_xml is not None:
+        parts[XLSX_STRINGS] = shared_strings_xml
+    return parts
+
+
+def pptx_slide_xml(text: str) -> str:
+    return (
+        f'{XML_DECL}<p:sld xmlns:p="{_P_NS}" xmlns:a="{_A_NS}" xmlns:r="{_R_NS}"><p:cSld><p:spTree>'
+        '<p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>'
+        '<p:sp><p:nvSpPr><p:cNvPr id="2" name="Text"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>'
+        f"<p:txBody><a:bodyPr/><a:p><a:r><a:t>{text}</a:t></a:r></a:p></p:txBody></p:sp>"
+        "</p:spTree></p:cSld></p:sld>"
+    )
+
+
+def pptx_parts(slide_xml: str | bytes | None) -> dict[str, str | bytes]:
+    parts: dict[str, str | bytes] = {
+        "[Content_Types].xml": _content_types(["ppt/presentation.xml", PPTX_SLIDE]),
+        "_rels/.rels": _rels(("rId1", _OFFICE_DOC, "ppt/presentation.xml")),
+        "ppt/presentation.xml": (
+            f'{XML_DECL}<p:presentation xmlns:p="{_P_NS}" xmlns:r="{_R_NS}">'
+            '<p:sldIdLst><p:sldId id="256" r:id="rId2"/></p:sldIdLst>'
+            '<p:sldSz cx="9144000" cy="6858000"/><p:notesSz cx="6858000" cy="9144000"/></p:presentation>'
+        ),
+        "ppt/_rels/presentation.xml.rels": _rels(("rId2", _REL_SLIDE, "slides/slide1.xml")),
+    }
+    if slide_xml is not None:
+        parts[PPTX_SLIDE] = slide_xml
+    return parts
+
+
+PACKAGES: Final = {"docx": (docx_parts, DOCX_MAIN), "xlsx": (xlsx_parts, XLSX_SHEET), "pptx": (pptx_parts, PPTX_SLIDE)}
+
+
+def zip_parts(parts: dict[str, str | bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, content in parts.items():
+            zf.writestr(name, content.encode("utf-8") if isinstance(content, str) else content)
+    return buf.getvalue()
+
+
+def small_docx(text: str = "hello from a small docx") -> bytes:
+    return zip_parts(docx_parts(docx_document_xml(docx_paragraph(text))))
+
+
+def small_xlsx(value: str = "hello") -> bytes:
+    return zip_parts(xlsx_parts(xlsx_sheet_xml(f'<row r="1"><c r="A1" t="inlineStr"><is><t>{value}</t></is></c></row>')))
+
+
+def small_pptx(text: str = "hello from a small pptx") -> bytes:
+    return zip_parts(pptx_parts(pptx_slide_xml(text)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Deep nesting
+
+
+def nested_blockquotes_markdown(depth: int = 100_000) -> bytes:
+    """One paragraph inside ``depth`` block quotes: ``>>>>...> deep``."""
+    return b">" * depth + b" deep inside the quotes\n"
+
+
+def nested_lists_markdown(depth: int = 50_000) -> bytes:
+    """A list item whose content starts a list, ``depth`` times: ``- - - ... - deep`` (CommonMark nests them)."""
+    return b"- " * depth + b"deep inside the lists\n"
+
+
+def nested_divs_html(depth: int = 200_000) -> bytes:
+    return b"<!DOCTYPE html><html><body>" + b"<div>" * depth + b"deep" + b"</div>" * depth + b"</body></html>\n"
+
+
+def nested_arrays_toml(depth: int = 100_000) -> bytes:
+    return b"deep = " + b"[" * depth + b"1" + b"]" * depth + b"\n"
+
+
+def nested_parentheses_sql(depth: int = 100_000) -> bytes:
+    return b"SELECT " + b"(" * depth + b"1" + b")" * depth + b" AS deep;\n"
+
+
+def nested_elements_docx(depth: int = 100_000) -> bytes:
+    """A DOCX whose document.xml nests ``depth`` elements: content controls (``w:sdt`` > ``w:sdtContent``, legal
+    WordprocessingML) inside each other around one paragraph. Each control carries a random tag, so the part does
+    not compress like a bomb and the nesting itself is what a reader meets."""
+    rng = random.Random(depth)
+    levels = depth // 2
+    opening = "".join(
+        f'<w:sdt><w:sdtPr><w:tag w:val="{rng.getrandbits(64):016x}"/></w:sdtPr><w:sdtContent>' for _ in range(levels)
+    )
+    inner = opening + docx_paragraph("deep") + "</w:sdtContent></w:sdt>" * levels
+    return zip_parts(docx_parts(docx_document_xml(inner)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Huge lines
+
+_WORDS: Final = b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt "
+
+
+def one_line(size: int) -> bytes:
+    """``size`` bytes of words and no line terminator at all."""
+    return (_WORDS * (size // len(_WORDS) + 1))[:size]
+
+
+def huge_line_text(size: int = 40_000_000) -> bytes:
+    return one_line(size)
+
+
+def huge_line_markdown(size: int = 40_000_000) -> bytes:
+    return b"# A heading\n\n" + one_line(size - 13)
+
+
+def huge_cell_csv(cell_size: int = 20_000_000) -> bytes:
+    """A header and one row whose middle cell is one quoted field of ``cell_size`` bytes."""
+    return b"id,body,tail\n1,\"" + one_line(cell_size) + b'",end\n'
+
+
+def many_paragraphs_text(size: int = 30_000_000) -> bytes:
+    """``size`` bytes of short paragraphs (a word and a blank line): far more blocks than an artifact can hold."""
+    unit = b"w\n\n"
+    return unit * (size // len(unit))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Slow inputs
+
+
+def many_statements_sql(size: int = 24_000_000) -> bytes:
+    """``size`` bytes of small SQL statements: seconds of parsing per megabyte for a pure-Python SQL parser."""
+    statement = b"SELECT a, b + 1 AS c FROM t WHERE d = 'x' AND e IN (1, 2, 3) ORDER BY a;\n"
+    return statement * (size // len(statement))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# XML entity expansion (billion laughs)
+
+
+def billion_laughs_doctype(root: str, levels: int = 10, fanout: int = 10) -> str:
+    """A DOCTYPE whose entity ``&lol{levels-1};`` expands to ``fanout ** levels`` copies of "lol"."""
+    ents = ['<!ENTITY lol0 "lol">']
+    ents += [f'<!ENTITY lol{i} "{("&lol" + str(i - 1) + ";") * fanout}">' for i in range(1, levels)]
+    return f"<!DOCTYPE {root} [{''.join(ents)}]>"
+
+
+def billion_laughs_docx(levels: int = 10) -> bytes:
+    doctype = billion_laughs_doctype("w:document", levels)
+    xml = (
+        f'{XML_DECL}{doctype}<w:document xmlns:w="{_W_NS}"><w:body>'
+        f"{docx_paragraph(f'&lol{levels - 1};')}</w:body></w:document>"
+    )
+    return zip_parts(docx_parts(xml))
+
+
+def billion_laughs_xlsx(levels: int = 10) -> bytes:
+    """The bomb in the shared strings part (where a reader looks up a cell's text), referenced by cell A1."""
+    doctype = billion_laughs_doctype("sst", levels)
+    strings = f'{XML_DECL}{doctype}<sst xmlns="{_S_NS}" count="1" uniqueCount="1"><si><t>&lol{levels - 1};</t></si></sst>'
+    sheet = xlsx_sheet_xml('<row r="1"><c r="A1" t="s"><v>0</v></c></row>')
+    return zip_parts(xlsx_parts(sheet, strings))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Zip bombs
+
+_CHUNK: Final = 1 << 20
+
+
+def _repeated_deflate(prefix: bytes, fill: int, count: int, suffix: bytes) -> tuple[bytes, int, int]:
+    """Raw deflate of ``prefix + bytes([fill]) * (count * 1 MiB) + suffix`` without compressing the middle more than
+    once: (the stream, its CRC-32, its inflated size)."""
+    chunk = bytes([fill]) * _CHUNK
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = comp.compress(prefix) + comp.flush(zlib.Z_FULL_FLUSH)
+    once = comp.compress(chunk) + comp.flush(zlib.Z_FULL_FLUSH)
+    again = comp.compress(chunk) + comp.flush(zlib.Z_FULL_FLUSH)
+    if once != again:  # pragma: no cover - zlib's full flush resets the history, so this holds
+        raise RuntimeError("a full flush did not make the compressed chunk repeatable")
+    tail = comp.compress(suffix) + comp.flush(zlib.Z_FINISH)
+    crc = zlib.crc32(prefix)
+    for _ in range(count):
+        crc = zlib.crc32(chunk, crc)
+    crc = zlib.crc32(suffix, crc)
+    return head + once * count + tail, crc, len(prefix) + count * _CHUNK + len(suffix)
+
+
+def _dos_time() -> tuple[int, int]:
+    return (0 << 11) | (0 << 5), ((2024 - 1980) << 9) | (1 << 5) | 1
+
+
+def package_with_member(
+    parts: dict[str, str | bytes],
+    name: str,
+    stream: bytes,
+    crc: int,
+    size: int,
+    *,
+    declared_size: int | None = None,
+) -> bytes:
+    """A zip of ``parts`` (deflated by zipfile) plus member ``name`` whose raw deflate ``stream`` is written as is.
+
+    ``declared_size`` (default: ``size``) is the inflated size the local header and the central directory state:
+    another value makes a lying header.
+    """
+    declared = size if declared_size is None else declared_size
+    if declared > 0xFFFFFFFF or len(stream) > 0xFFFFFFFF:
+        raise ValueError("this writer makes no zip64 records")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for part, content in parts.items():
+            zf.writestr(part, content.encode("utf-8") if isinstance(content, str) else content)
+    # Re-read what zipfile wrote: its local records stay as they are, the central directory is rebuilt below.
+    base = buf.getvalue()
+    with zipfile.ZipFile(io.BytesIO(base)) as zf:
+        infos = zf.infolist()
+    cd_offset = struct.unpack_from("<I", base, len(base) - 22 + 16)[0]
+    local_end = cd_offset
+    mtime, mdate = _dos_time()
+    encoded = name.encode("utf-8")
+    offset = local_end
+    local = struct.pack(
+        "<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, mtime, mdate, crc, len(stream), declared, len(encoded), 0
+    )
+    out = io.BytesIO()
+    out.write(base[:local_end])
+    out.write(local)
+    out.write(encoded)
+    out.write(stream)
+    central = io.BytesIO()
+    entries = 0
+    for info in infos:
+        fname = info.filename.encode("utf-8")
+        central.write(
+            struct.pack(
+                "<4sHHHHHHIIIHHHHHII",
+                b"PK\x01\x02",
+                20,
+                20,
+                info.flag_bits,
+                info.compress_type,
+                mtime,
+                mdate,
+                info.CRC,
+                info.compress_size,
+                info.file_size,
+                len(fname),
+                0,
+                0,
+                0,
+                0,
+                0,
+                info.header_offset,
+            )
+        )
+        central.write(fname)
+        entries += 1
+    central.write(
+        struct.pack(
+            "<4sHHHHHHIIIHHHHHII",
+            b"PK\x01\x02",
+            20,
+            20,
+            0,
+            8,
+            mtime,
+            mdate,
+            crc,
+            len(stream),
+            declared,
+            len(encoded),
+            0,
+            0,
+            0,
+            0,
+            0,
+            offset,
+        )
+    )
+    central.write(encoded)
+    entries += 1
+    cd = central.getvalue()
+    cd_start = out.tell()
+    out.write(cd)
+    out.write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, entries, entries, len(cd), cd_start, 0))
+    return out.getvalue()
+
+
+BOMB_SIZE: Final = 2 * 1024 * 1024 * 1024  # what the bomb part inflates to
+
+
+def _bomb_parts(kind: str, *, inflated: int) -> tuple[dict[str, str | bytes], str, bytes, int, int]:
+    factory, main = PACKAGES[kind]
+    parts = factory(None)
+    # The main part: well-formed XML up to a text node of ~2 GiB of spaces, then closed again, so a reader that
+    # trusted it would parse all of it.
+    if kind == "docx":
+        before, after = docx_document_xml(docx_paragraph("\x00")).split("\x00")
+    elif kind == "xlsx":
+        before, after = xlsx_sheet_xml('<row r="1"><c r="A1" t="inlineStr"><is><t>\x00</t></is></c></row>').split("\x00")
+    else:
+        before, after = pptx_slide_xml("\x00").split("\x00")
+    count = (inflated - len(before) - len(after)) // _CHUNK
+    stream, crc, size = _repeated_deflate(before.encode(), ord(" "), count, after.encode())
+    return parts, main, stream, crc, size
+
+
+def zip_bomb(kind: str, inflated: int = BOMB_SIZE) -> bytes:
+    """A ``kind`` package (docx, xlsx, pptx) whose main part honestly inflates to about ``inflated`` bytes."""
+    parts, main, stream, crc, size = _bomb_parts(kind, inflated=inflated)
+    return package_with_member(parts, main, stream, crc, size)
+
+
+def lying_zip_bomb(kind: str, inflated: int = BOMB_SIZE, declared: int = 64 * 1024) -> bytes:
+    """A package whose main part inflates to ``inflated`` bytes while every header says it is ``declared`` bytes
+    (a small, harmless-looking ratio): only a reader that stops at the declared size is safe."""
+    parts, main, stream, crc, size = _bomb_parts(kind, inflated=inflated)
+    return package_with_member(parts, main, stream, crc, size, declared_size=declared)

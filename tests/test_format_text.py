@@ -1,0 +1,219 @@
+"""The text format module: paragraphs, exact locators, line endings, pages, coverage, budgets, encodings, corpus."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from extract_fn.formats import text_format
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.textblocks import LineIndex
+from shared.artifact import validate_artifact
+from shared.contract import ErrorCode, ExtractionError
+
+
+def run(data: bytes, **kw: Any) -> dict[str, Any]:
+    """Extract and validate the artifact's bytes, as the service does before it answers."""
+    artifact = text_format.extract(data, ExtractRequest("text", **kw))
+    raw = orjson.dumps(artifact)
+    validate_artifact(raw, format="text", original_size=len(data))
+    if "max_output_bytes" in kw:
+        assert len(raw) <= kw["max_output_bytes"]
+    return artifact
+
+
+def texts(artifact: dict[str, Any]) -> list[str]:
+    return [b["text"] for b in artifact["blocks"]]
+
+
+def assert_exact(decoded: str, artifact: dict[str, Any]) -> None:
+    """Every block's text is its char range of the decoded text (newlines normalized), on the lines it names."""
+    index = LineIndex(decoded)
+    for b in artifact["blocks"]:
+        loc = b["locator"]
+        span = decoded[loc["char_start"] : loc["char_end"]]
+        assert re.sub(r"\r\n|\r", "\n", span) == b["text"]
+        assert index.line_of(loc["char_start"]) == loc["line_start"]
+        assert index.line_of(max(loc["char_start"], loc["char_end"] - 1)) == loc["line_end"]
+
+
+def test_paragraphs_split_on_blank_lines_with_exact_locators() -> None:
+    src = "First line\nsecond line\n\n   \n  Indented para  \nmore\n\n\nLast"
+    a = run(src.encode())
+    assert texts(a) == ["First line\nsecond line", "Indented para  \nmore", "Last"]
+    assert [(b["locator"]["line_start"], b["locator"]["line_end"]) for b in a["blocks"]] == [(1, 2), (5, 6), (9, 9)]
+    assert a["blocks"][1]["locator"]["char_start"] == src.index("Indented")
+    assert_exact(src, a)
+    assert all(b["type"] == "paragraph" and b["section_path"] == [] and b["keys"] == [] for b in a["blocks"])
+    assert a["parser"] == "loom-text"
+    assert a["parser_version"].startswith("1+python")
+    assert a["options"] == {}
+
+
+@pytest.mark.parametrize("nl", ["\n", "\r\n", "\r"])
+def test_line_endings_count_alike(nl: str) -> None:
+    src = nl.join(["alpha", "beta", "", "gamma", "", "", "delta"]) + nl
+    a = run(src.encode())
+    assert texts(a) == ["alpha\nbeta", "gamma", "delta"]
+    assert [(b["locator"]["line_start"], b["locator"]["line_end"]) for b in a["blocks"]] == [(1, 2), (4, 4), (7, 7)]
+    assert_exact(src, a)
+    assert a["coverage"]["total"] == 4
+
+
+def test_mixed_line_endings() -> None:
+    src = "a\r\nb\rc\nd\n\r\ne"
+    a = run(src.encode())
+    assert texts(a) == ["a\nb\nc\nd", "e"]
+    assert a["blocks"][1]["locator"]["line_start"] == 6
+    assert_exact(src, a)
+
+
+def test_form_feed_is_a_page_break() -> None:
+    src = "page one\ntext\f\nPage two\nstarts\fsame line\n"
+    a = run(src.encode())
+    assert texts(a) == ["page one\ntext", "Page two\nstarts", "same line"]
+    assert [b["attrs"]["page"] for b in a["blocks"]] == [1, 2, 3]
+    assert [b["locator"]["line_start"] for b in a["blocks"]] == [1, 3, 4]
+    assert_exact(src, a)
+    # line 4 holds two paragraphs but counts once: lines 1-4 are the non-blank ones
+    assert a["coverage"]["total"] == 4 == a["coverage"]["extracted"]
+
+
+def test_no_page_attrs_without_form_feeds() -> None:
+    a = run(b"one\n\ntwo\n")
+    assert all("attrs" not in b for b in a["blocks"])
+
+
+def test_coverage_counts_non_blank_lines() -> None:
+    a = run(b"a\nb\n\n\t \nc\n")
+    cov = a["coverage"]
+    assert (cov["unit"], cov["total"], cov["extracted"], cov["failed"], cov["complete"]) == ("lines", 3, 3, [], True)
+
+
+@pytest.mark.parametrize("src", [b"", b"\n\n\n", b"   \t  ", b"\f\f"])
+def test_empty_and_blank_inputs(src: bytes) -> None:
+    a = run(src)
+    assert a["blocks"] == []
+    assert a["coverage"]["total"] == 0
+    assert a["coverage"]["complete"] is True
+
+
+def test_unicode_offsets_are_code_points() -> None:
+    src = "𝔘𝔫𝔦 café\n\nnaïve 漢字 ✓"
+    a = run(src.encode())
+    assert_exact(src, a)
+    assert a["blocks"][1]["locator"]["char_start"] == src.index("naïve")
+
+
+def test_bom_is_not_part_of_the_text() -> None:
+    src = "héllo\n\nworld"
+    a = run(b"\xef\xbb\xbf" + src.encode())
+    assert texts(a) == ["héllo", "world"]
+    assert a["blocks"][0]["locator"]["char_start"] == 0
+    assert_exact(src, a)
+
+
+def test_huge_single_line_is_one_block() -> None:
+    line = b"word " * 10_000_000  # 50 MB, no terminator
+    a = run(line)
+    assert len(a["blocks"]) == 1
+    block = a["blocks"][0]
+    assert block["locator"] == {"line_start": 1, "line_end": 1, "char_start": 0, "char_end": len(line) - 1}
+    assert len(block["text"]) == len(line) - 1
+    assert a["coverage"]["total"] == 1
+
+
+def test_blank_line_of_spaces_is_linear() -> None:
+    a = run(b" " * 5_000_000 + b"\nend")
+    assert texts(a) == ["end"]
+
+
+def test_body_of_zeros_does_not_crash() -> None:
+    a = run(b"\x00" * 100_000)
+    assert len(a["blocks"]) == 1
+    assert a["blocks"][0]["text"] == "\x00" * 100_000
+
+
+def test_output_budget_cuts_and_reports() -> None:
+    paragraphs = [f"paragraph number {i} " + "x" * 200 for i in range(200)]
+    src = "\n\n".join(paragraphs).encode()
+    a = run(src, max_output_bytes=20_000)
+    n = len(a["blocks"])
+    assert 0 < n < 200
+    assert texts(a) == paragraphs[:n]
+    cov = a["coverage"]
+    assert cov["total"] == 200
+    assert cov["extracted"] == n
+    assert cov["complete"] is False
+    assert len(cov["failed"]) == 1
+    assert cov["failed"][0]["unit"] == f"lines {2 * n + 1}-399"
+    assert "max_output_bytes" in cov["failed"][0]["reason"]
+
+
+def test_output_budget_smaller_than_one_block() -> None:
+    a = run(b"y" * 50_000, max_output_bytes=4_000)
+    assert a["blocks"] == []
+    assert a["coverage"]["extracted"] == 0
+    assert a["coverage"]["total"] == 1
+    assert a["coverage"]["failed"][0]["unit"] == "line 1"
+
+
+def test_undecodable_bytes_name_the_byte_offset() -> None:
+    data = "abc déjà".encode("latin-1")
+    with pytest.raises(ExtractionError) as exc:
+        text_format.extract(data, ExtractRequest("text"))
+    assert exc.value.code == ErrorCode.ENCODING
+    assert "byte offset 5" in exc.value.message
+    a = run(data, encoding="latin-1")
+    assert texts(a) == ["abc déjà"]
+    assert a["options"] == {"encoding": "latin-1"}
+    assert a["attrs"]["encoding"] == "iso8859-1"
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_utf16_and_utf32_without_bom_are_an_encoding_error(codec: str) -> None:
+    data = "Plain ASCII words\n\nin a wide encoding".encode(codec)
+    with pytest.raises(ExtractionError) as exc:
+        text_format.extract(data, ExtractRequest("text"))
+    assert exc.value.code == ErrorCode.ENCODING
+    assert "byte offset" in exc.value.message
+    assert codec.split("-", maxsplit=1)[0] in exc.value.message.lower()
+    assert texts(run(data, encoding=codec)) == ["Plain ASCII words", "in a wide encoding"]
+
+
+# -- the corpus ---------------------------------------------------------------------------------------------------
+
+
+def _rows(kind: str) -> list[dict[str, str]]:
+    from tests.conftest import CORPUS
+
+    with (CORPUS / "MANIFEST.tsv").open(encoding="utf-8") as f:
+        return [r for r in csv.DictReader(f, delimiter="\t") if r["format"] == "text" and r["expect"] == kind]
+
+
+@pytest.mark.parametrize("row", _rows("ok"), ids=lambda r: r["path"])
+def test_corpus_ok_files(corpus: Path, row: dict[str, str]) -> None:
+    data = (corpus / row["path"]).read_bytes()
+    a = run(data)
+    assert "".join(texts(a)).strip(), "a file with text gives blocks with text"
+    assert a["coverage"]["complete"] is True
+    cs = [b["locator"]["char_start"] for b in a["blocks"]]
+    assert cs == sorted(cs)
+
+
+@pytest.mark.parametrize("row", _rows("encoding"), ids=lambda r: r["path"])
+def test_corpus_encoding_files(corpus: Path, row: dict[str, str]) -> None:
+    data = (corpus / row["path"]).read_bytes()
+    with pytest.raises(ExtractionError) as exc:
+        text_format.extract(data, ExtractRequest("text"))
+    assert exc.value.code == ErrorCode.ENCODING
+    assert re.search(r"byte offset \d+", exc.value.message)
+    a = run(data, encoding=row["codec"])
+    assert "".join(texts(a)).strip()
+    decoded = data.decode(row["codec"])
+    assert_exact(decoded, a)

@@ -1,0 +1,151 @@
+"""The shared table-value rules: type inference from text, value encodings, row text, the output budget."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import orjson
+import pytest
+
+from extract_fn.formats.table_values import (
+    OutputBudget,
+    add_table,
+    column_type,
+    format_datetime,
+    format_duration_ns,
+    format_duration_us,
+    format_time,
+    format_timedelta,
+    infer_text_column,
+    number_from_float,
+    plain_decimal,
+    row_text,
+)
+from shared.artifact import validate_artifact
+from shared.artifact_builder import ArtifactBuilder, serialize
+from shared.contract import ErrorCode, ExtractionError
+
+
+@pytest.mark.parametrize(
+    ("values", "expected_type", "expected"),
+    [
+        (["1", "-2", "", None], "number", [1, -2, None, None]),
+        (["9223372036854775807", "9223372036854775808"], "number", [9223372036854775807, "9223372036854775808"]),
+        (["-9223372036854775809"], "number", ["-9223372036854775809"]),
+        (["12.345", "7"], "number", ["12.345", 7]),
+        (["1e3", "-1.5E-3", "2.50"], "number", [1000, "-0.0015", "2.50"]),
+        (["007", "1"], "string", ["007", "1"]),  # a leading zero is an identifier
+        (["0", "0.5"], "number", [0, "0.5"]),
+        ([" 1", "2"], "string", [" 1", "2"]),
+        (["TRUE", "false", "True"], "bool", [True, False, True]),
+        (["2021-01-01", "1999-12-31"], "date", ["2021-01-01", "1999-12-31"]),
+        (["2021-02-30"], "string", ["2021-02-30"]),
+        (
+            ["2021-01-01 10:30", "2021-01-02", "2021-01-01T10:30:00.5+0100", "2021-01-01T10:30Z"],
+            "datetime",
+            ["2021-01-01T10:30:00", "2021-01-02", "2021-01-01T10:30:00.5+01:00", "2021-01-01T10:30:00Z"],
+        ),
+        (["10:30", "23:59:59.123456789"], "time", ["10:30:00", "23:59:59.123456789"]),
+        (["25:00:00"], "string", ["25:00:00"]),
+        (["1", "x"], "string", ["1", "x"]),
+        (["1\n2", "3"], "string", ["1\n2", "3"]),  # a newline in a value: text, not two numbers
+        (["", None], "string", [None, None]),
+    ],
+)
+def test_infer_text_column(values: list[str | None], expected_type: str, expected: list[Any]) -> None:
+    col_type, out = infer_text_column(values)
+    assert col_type == expected_type
+    assert out == expected
+    assert [type(v) for v in out] == [type(v) for v in expected]
+
+
+def test_plain_decimal() -> None:
+    assert plain_decimal("1.5E-3") == "0.0015"
+    assert plain_decimal("1E+5") == "100000"
+    assert plain_decimal("-0.0") == "0.0"
+    assert plain_decimal("nan") is None
+    assert plain_decimal("1e999") is None  # never written out in a thousand digits
+
+
+def test_column_type() -> None:
+    assert column_type(set()) == "string"
+    assert column_type({"date"}) == "date"
+    assert column_type({"date", "datetime"}) == "datetime"
+    assert column_type({"number"}) == "number"
+    assert column_type({"number", "string"}) == "mixed"
+    assert column_type({"time", "date"}) == "mixed"
+
+
+def test_durations_and_times() -> None:
+    assert format_duration_us(36 * 3600 * 1_000_000) == "36:00:00"
+    assert format_duration_us(-(90 * 60 * 1_000_000)) == "-1:30:00"
+    assert format_duration_us(1_500_000) == "0:00:01.5"
+    assert format_duration_ns(1) == "0:00:00.000000001"
+    assert format_timedelta(dt.timedelta(days=10, seconds=54610)) == "255:10:10"
+    assert format_timedelta(dt.timedelta(days=-2, seconds=43200)) == "-36:00:00"
+    assert format_time(dt.time(10, 30, 15, 250000)) == "10:30:15.25"
+    assert format_datetime(dt.datetime(2021, 1, 1, 10, 0)) == "2021-01-01T10:00:00"
+    tz = dt.timezone(dt.timedelta(hours=-5, minutes=-30))
+    assert format_datetime(dt.datetime(2021, 1, 1, 10, 0, tzinfo=tz)) == "2021-01-01T10:00:00-05:30"
+
+
+def test_number_from_float() -> None:
+    assert number_from_float(15.0, exact_text=True) == 15
+    assert type(number_from_float(15.0, exact_text=True)) is int
+    assert number_from_float(0.1, exact_text=True) == "0.1"
+    assert number_from_float(1e-05, exact_text=True) == "0.00001"
+    assert number_from_float(1e20, exact_text=True) == "100000000000000000000"
+    assert number_from_float(0.1, exact_text=False) == 0.1
+    assert number_from_float(float("nan"), exact_text=True) is None
+    assert number_from_float(float("inf"), exact_text=False) is None
+
+
+def test_row_text() -> None:
+    names = ["a", "b", "c", "d", "e"]
+    row = [1, None, True, {"error": "#N/A"}, 0.5]
+    assert row_text(names, row) == "a: 1 | c: true | d: #N/A | e: 0.5"
+    assert row_text(names, [None] * 5) == ""
+
+
+def _artifact(max_bytes: int, n_rows: int) -> tuple[dict[str, Any], int]:
+    b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+    budget = OutputBudget(max_bytes)
+    rows = [[i, f"value {i}"] for i in range(n_rows)]
+    _, kept = add_table(
+        b,
+        budget,
+        name="t",
+        columns=[("n", "number"), ("s", "string")],
+        rows=rows,
+        row_number=lambda i: i + 2,
+        header_rows=1,
+        table_locator={"row_start": 1, "row_end": n_rows + 1},
+    )
+    b.coverage(total=n_rows, extracted=kept)
+    return b.build(), kept
+
+
+def test_budget_cuts_rows_and_blocks_together() -> None:
+    art, kept = _artifact(60_000, 5_000)
+    assert 0 < kept < 5_000
+    raw = serialize(art)
+    assert len(raw) <= 60_000
+    assert len(art["tables"][0]["rows"]) == kept
+    assert len(art["blocks"]) == kept
+    assert art["blocks"][-1]["locator"] == {"row_start": kept + 1, "row_end": kept + 1}
+    validate_artifact(raw, format="csv", original_size=10**6)
+
+
+def test_budget_fits_everything_when_large() -> None:
+    art, kept = _artifact(10**7, 1_000)
+    assert kept == 1_000
+    assert art["blocks"][0]["text"] == "n: 0 | s: value 0"
+    assert art["blocks"][0]["attrs"] == {"table_id": "t0"}
+    assert orjson.loads(serialize(art))["coverage"]["complete"] is True
+
+
+def test_budget_too_small_for_the_columns_is_resource_limit() -> None:
+    with pytest.raises(ExtractionError) as exc:
+        _artifact(1_000, 10)
+    assert exc.value.code == ErrorCode.RESOURCE_LIMIT

@@ -1,0 +1,328 @@
+"""The worker pool: isolation, limits and replacement (extract_fn/workers.py), with tests/hostile_extractors.py."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.workers import PoolUnavailable, WorkerPool
+from shared.artifact import validate_artifact
+from shared.contract import ErrorCode, ExtractionError
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+H = "tests.hostile_extractors:"
+MIB = 1024 * 1024
+MAX_OUTPUT = 2 * MIB
+
+
+def _request(**kw: Any) -> ExtractRequest:
+    return ExtractRequest(format=kw.pop("format", "text"), **kw)
+
+
+def _ok(pool: WorkerPool, extractor: str = "summarize", data: bytes = b"hello\n", **kw: Any) -> dict[str, Any]:
+    raw = pool.run_sync(H + extractor, data, _request(**kw))
+    artifact: dict[str, Any] = orjson.loads(raw)
+    validate_artifact(raw, format=artifact["format"], original_size=len(data))
+    return artifact
+
+
+def _error(pool: WorkerPool, extractor: str, data: bytes = b"hello\n", **kw: Any) -> ExtractionError:
+    with pytest.raises(ExtractionError) as info:
+        pool.run_sync(H + extractor, data, _request(**kw))
+    return info.value
+
+
+@pytest.fixture(scope="module")
+def solo() -> Iterator[WorkerPool]:
+    """One worker, so "the next request" runs on the slot the hostile one ran on."""
+    with WorkerPool(1, timeout_s=4, memory_limit_bytes=512 * MIB, max_output_bytes=MAX_OUTPUT) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def duo() -> Iterator[WorkerPool]:
+    with WorkerPool(2, timeout_s=20, memory_limit_bytes=1024 * MIB, max_output_bytes=64 * MIB) as pool:
+        yield pool
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Each hostile extractor ends in its code, and the next request on the same pool is served
+
+
+HOSTILE = [
+    # extractor, name, code, whether the worker is replaced
+    ("sleep_forever", "", ErrorCode.TIMEOUT, True),
+    ("busy_loop", "", ErrorCode.TIMEOUT, True),
+    ("allocate_10gb", "", ErrorCode.RESOURCE_LIMIT, True),
+    ("allocate_gradually", "", ErrorCode.RESOURCE_LIMIT, True),
+    ("huge_output", str(5 * MAX_OUTPUT), ErrorCode.RESOURCE_LIMIT, False),
+    ("exit_hard", "", ErrorCode.RESOURCE_LIMIT, True),
+    ("segfault", "", ErrorCode.RESOURCE_LIMIT, True),
+    ("raise_value_error", "", ErrorCode.CORRUPT, False),
+    ("raise_extraction_error", "", ErrorCode.ENCODING, False),
+    ("raise_system_exit", "", ErrorCode.CORRUPT, True),
+    ("not_json", "", ErrorCode.CORRUPT, False),
+    ("returns_list", "", ErrorCode.CORRUPT, False),
+    ("import_missing", "", ErrorCode.FORMAT_UNAVAILABLE, True),
+]
+
+
+@pytest.mark.parametrize(("extractor", "name", "code", "replaced"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_extractor_then_next_request(
+    solo: WorkerPool, extractor: str, name: str, code: ErrorCode, replaced: bool
+) -> None:
+    before = _ok(solo)["attrs"]["pid"]
+    assert solo.pids() == [before]
+    stats_before = solo.stats.replaced
+    err = _error(solo, extractor, name=name)
+    assert err.code == code, err.message
+    assert "Traceback" not in err.message
+    after = _ok(solo)["attrs"]["pid"]
+    assert (after != before) is replaced
+    assert solo.stats.replaced - stats_before == (1 if replaced else 0)
+    assert solo.pending == 0
+
+
+def test_messages_say_what_happened(solo: WorkerPool) -> None:
+    msg = _error(solo, "allocate_10gb").message
+    assert msg == "the extraction needed more memory than a worker may use (512 MiB)"
+    msg = _error(solo, "exit_hard").message
+    assert msg.startswith("the extraction ended its worker process (exit status 1)")
+    assert "SIGSEGV" in _error(solo, "segfault").message
+    msg = _error(solo, "raise_value_error").message
+    assert msg == "the text parser failed on this file (ValueError)"  # no message text, no path, no traceback
+    msg = _error(solo, "huge_output", name=str(3 * MAX_OUTPUT)).message  # refused before serializing
+    assert (
+        msg
+        == f"the artifact's text alone is {3 * MAX_OUTPUT} characters, over this service's limit of {MAX_OUTPUT} bytes"
+    )
+    msg = _error(solo, "echo", b"a\n" * 50_000).message  # little text, many blocks: refused once serialized
+    assert msg.startswith("the artifact is ")
+    assert msg.endswith(f"bytes, over this service's limit of {MAX_OUTPUT} bytes")
+    assert "cannot be loaded" in _error(solo, "import_missing").message
+
+
+def test_a_500_mb_artifact_is_refused_by_the_output_limit() -> None:
+    # The default limits: 2 GiB of memory per worker, 256 MiB of output. The module builds a 500 MB artifact; the
+    # worker refuses it as over the output limit (before orjson, which would reserve 4 GB for the one string), and
+    # survives.
+    with WorkerPool(1, timeout_s=30, memory_limit_bytes=2048 * MIB, max_output_bytes=256 * MIB) as pool:
+        pid = _ok(pool)["attrs"]["pid"]
+        err = _error(pool, "huge_output")
+        assert err.code == ErrorCode.RESOURCE_LIMIT
+        assert err.message.endswith(f"over this service's limit of {256 * MIB} bytes")
+        assert _ok(pool)["attrs"]["pid"] == pid
+
+
+def test_a_worker_killed_while_idle_is_replaced_without_failing_a_request(solo: WorkerPool) -> None:
+    pid = _ok(solo)["attrs"]["pid"]
+    os.kill(pid, signal.SIGKILL)  # as the kernel's OOM killer would
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _gone(pid)
+    assert _ok(solo)["attrs"]["pid"] not in (pid, None)
+
+
+def test_a_printing_library_cannot_corrupt_the_protocol(solo: WorkerPool) -> None:
+    artifact = _ok(solo, "prints_to_stdout", b"one\ntwo\n")
+    assert [b["text"] for b in artifact["blocks"]] == ["one", "two"]
+
+
+def test_request_fields_and_the_output_budget_reach_the_module(solo: WorkerPool) -> None:
+    attrs = _ok(solo, name="report.sql", format="sql", encoding="latin-1", sql_dialect="postgres")["attrs"]
+    assert attrs["name"] == "report.sql"
+    assert attrs["options"] == {"encoding": "latin-1", "sql_dialect": "postgres"}
+    assert attrs["max_output_bytes"] == MAX_OUTPUT  # the pool's limit, whatever the request said
+
+
+def test_a_per_call_timeout(solo: WorkerPool) -> None:
+    with pytest.raises(ExtractionError) as info:
+        solo.run_sync(H + "sleep_forever", b"", _request(), timeout_s=0.3)
+    assert info.value.code == ErrorCode.TIMEOUT
+    assert info.value.message == "the extraction took longer than 0.3 s, this service's limit"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data, parallelism, recycling
+
+
+def test_large_input_arrives_intact(duo: WorkerPool) -> None:
+    data = os.urandom(20 * MIB)
+    attrs = _ok(duo, data=data)["attrs"]
+    assert attrs["size"] == len(data)
+    assert attrs["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def test_large_output_arrives_intact(duo: WorkerPool) -> None:
+    data = b"".join(b"line %d %s\n" % (i, os.urandom(8).hex().encode()) for i in range(50_000))
+    artifact = _ok(duo, "echo", data)
+    assert len(artifact["blocks"]) == 50_000
+    assert "\n".join(b["text"] for b in artifact["blocks"]) + "\n" == data.decode()
+
+
+def test_extractions_run_in_parallel_up_to_the_pool_size(duo: WorkerPool, tmp_path: Path) -> None:
+    # Each extraction waits (up to 20 s) until both have started: they succeed only if both run at once.
+    async def both() -> list[bytes]:
+        req = _request(name=str(tmp_path))
+        return list(await asyncio.gather(*(duo.run(H + "rendezvous", b"2", req) for _ in range(2))))
+
+    results = asyncio.run(both())
+    pids = {orjson.loads(r)["attrs"]["pid"] for r in results}
+    assert len(pids) == 2
+    assert pids == set(duo.pids())
+
+
+def test_workers_are_recycled_after_max_tasks() -> None:
+    with WorkerPool(1, timeout_s=10, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, max_tasks=2) as pool:
+        pids = [_ok(pool)["attrs"]["pid"] for _ in range(5)]
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
+
+
+def test_pyarrow_and_pdfium_work_under_the_default_memory_limit() -> None:
+    files = f"{CORPUS}/parquet/parquet-testing-alltypes_tiny_pages.parquet\n{CORPUS}/pdf/sample-files-021-pdfa.pdf"
+    with WorkerPool(1, timeout_s=60, memory_limit_bytes=2048 * MIB, max_output_bytes=MAX_OUTPUT) as pool:
+        attrs = _ok(pool, "native_libraries", files.encode())["attrs"]
+    assert attrs["parquet_rows"] == 7300
+    assert attrs["pdf_pages"] >= 1
+    assert attrs["pdf_chars"] > 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# When the pool cannot serve
+
+
+def test_a_worker_that_cannot_start_is_unavailable_not_a_file_error() -> None:
+    pool = WorkerPool(1, timeout_s=5, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, python="/bin/false")
+    with pool, pytest.raises(PoolUnavailable, match="failed to start"):
+        pool.run_sync(H + "summarize", b"x", _request())
+
+
+def test_a_closed_pool_is_unavailable() -> None:
+    pool = WorkerPool(1, timeout_s=5, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT)
+    pool.start()
+    pool.close()
+    with pytest.raises(PoolUnavailable, match="closed"):
+        pool.run_sync(H + "summarize", b"x", _request())
+    assert pool.pids() == [None]
+
+
+def test_closing_the_pool_mid_extraction_is_unavailable_not_a_file_error() -> None:
+    pool = WorkerPool(1, timeout_s=60, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT)
+
+    async def scenario() -> BaseException | None:
+        running = asyncio.ensure_future(pool.run(H + "sleep_forever", b"", _request()))
+        await asyncio.sleep(0.3)  # most likely inside the extractor by now; before it, the answer is the same
+        assert pool.pending == 1
+        await asyncio.to_thread(pool.close)
+        try:
+            await running
+        except BaseException as exc:
+            return exc
+        return None
+
+    pool.start()
+    outcome = asyncio.run(scenario())
+    assert isinstance(outcome, PoolUnavailable), outcome
+    assert pool.pids() == [None]
+
+
+def test_a_full_queue_is_unavailable_and_the_pool_recovers() -> None:
+    pool = WorkerPool(1, timeout_s=1.0, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, max_queued=0)
+
+    async def scenario() -> tuple[ExtractionError | None, PoolUnavailable | None]:
+        busy = asyncio.ensure_future(pool.run(H + "sleep_forever", b"", _request()))
+        await asyncio.sleep(0)  # let it be admitted
+        refused: PoolUnavailable | None = None
+        assert pool.saturated()
+        try:
+            await pool.run(H + "summarize", b"x", _request())
+        except PoolUnavailable as exc:
+            refused = exc
+        timed_out: ExtractionError | None = None
+        try:
+            await busy
+        except ExtractionError as exc:
+            timed_out = exc
+        return timed_out, refused
+
+    with pool:
+        timed_out, refused = asyncio.run(scenario())
+        assert refused is not None
+        assert "busy" in str(refused)
+        assert timed_out is not None
+        assert timed_out.code == ErrorCode.TIMEOUT
+        assert not pool.saturated()
+        assert _ok(pool)["blocks"][0]["text"] == "6 bytes"
+
+
+def test_a_caller_that_goes_away_does_not_leak_its_place() -> None:
+    pool = WorkerPool(1, timeout_s=0.5, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, max_queued=1)
+
+    async def scenario() -> None:
+        running = asyncio.ensure_future(pool.run(H + "sleep_forever", b"", _request()))
+        queued = asyncio.ensure_future(pool.run(H + "summarize", b"x", _request()))
+        await asyncio.sleep(0.05)
+        assert pool.pending == 2
+        queued.cancel()  # its job never runs: its place is given back when it is cancelled
+        running.cancel()  # already running: its place is given back when the worker is stopped at the deadline
+        await asyncio.gather(running, queued, return_exceptions=True)
+
+    with pool:
+        asyncio.run(scenario())
+        deadline = time.monotonic() + 10
+        while pool.pending and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pool.pending == 0
+        assert _ok(pool)["attrs"]["size"] == 6
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Workers never outlive the service
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"  # a zombie waiting for init to reap it is dead too
+
+
+def test_workers_die_with_the_service_even_mid_extraction() -> None:
+    script = textwrap.dedent(
+        f"""
+        import os, sys, threading, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from extract_fn.formats.base import ExtractRequest
+        from extract_fn.workers import WorkerPool
+        pool = WorkerPool(2, timeout_s=600, memory_limit_bytes=None, max_output_bytes=1000)
+        pool.start()
+        run = lambda: pool.run_sync("tests.hostile_extractors:sleep_forever", b"", ExtractRequest(format="text"))
+        threading.Thread(target=run, daemon=True).start()
+        time.sleep(1.0)
+        print(" ".join(str(p) for p in pool.pids()), flush=True)
+        os._exit(0)  # no close(): the service is killed
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 15
+    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in pids if not _gone(p)] == []
