@@ -141,8 +141,13 @@ def content_type_for(path: Path) -> str:
     return mimetypes.guess_type(path.name)[0] or "application/octet-stream"
 
 
-def accept_file(path: Path, app_id: str, deps: Any, *, event_id: str | None = None) -> str:
-    """Upload the file and emit its accepted-file event; returns the job id the event makes."""
+def accept_file(
+    path: Path, app_id: str, deps: Any, *, event_id: str | None = None, registration: dict[str, Any] | None = None
+) -> str:
+    """Upload the file and emit its accepted-file event; returns the job id the event makes.
+
+    The registration travels inline with the event: ``registration``, else the app's entry in the local
+    registration file, else none (the orchestration then asks the registration API)."""
     from azure.core.exceptions import ResourceExistsError
     from azure.storage.blob import ContentSettings
 
@@ -168,7 +173,7 @@ def accept_file(path: Path, app_id: str, deps: Any, *, event_id: str | None = No
         "fileLocationUrl": blob_url(deps.settings, config.ACCEPTED_CONTAINER, blob_name),
         "filePath": f"{config.ACCEPTED_CONTAINER}/{blob_name}",
     }
-    registration = registration_for(app_id)
+    registration = registration if registration is not None else registration_for(app_id)
     if registration is not None:
         event["registration"] = registration
     body = orjson.dumps(event)

@@ -33,7 +33,7 @@ def extractor_url() -> str:
 def local_environment() -> dict[str, str]:
     """The app settings the handlers read, as local.settings.json would give them under `func start`."""
     return {
-        "AzureWebJobsStorage": storage_connection_string(),
+        "DataStorage": storage_connection_string(),
         "LOOM_DOCUMENT_EXTRACTOR_URL": extractor_url(),
         "LOOM_DOCUMENT_EXTRACTOR_TOKEN": DEV_TOKEN,
         "LOOM_DOCUMENT_EXTRACTOR_TIMEOUT_S": "120",

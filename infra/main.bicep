@@ -13,12 +13,19 @@ param tags object = {}
 @allowed(['single', 'split'])
 param deploymentMode string = 'single'
 @allowed([512, 2048, 4096])
-param instanceMemoryMB int = 2048
+param instanceMemoryMB int = 4096
 @minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 100
 @allowed([512, 2048, 4096])
 param extractorInstanceMemoryMB int = 4096
+@description('Extractor worker processes per instance, and the memory limit of each: keep workers x memory a few hundred MB under the instance memory.')
+@minValue(1)
+param extractorWorkers int = 2
+@minValue(128)
+param extractorWorkerMemoryMB int = 1536
+@description('Wall-clock limit of one extraction, in seconds.')
+param extractorTimeoutS int = 60
 
 @minValue(1)
 @maxValue(32)
@@ -36,13 +43,17 @@ param registrationApiUrl string
 param registrationApiScope string = ''
 @description('Base URL of the Palantir ingestion endpoint for DBRICKS results (empty: DBRICKS results are not ingested).')
 param palantirIngestUrl string = ''
+@description('Foundry dataset RID the DBRICKS results are uploaded to (required with palantirIngestUrl).')
+param palantirDatasetRid string = ''
 @description('Hosts DOCSAI result URLs may be downloaded from (comma-separated).')
 param resultDownloadAllowedHosts string = ''
 @description('Global polling defaults (an extractor\'s jobTrackingConfig wins per field).')
 param maxPollingAttempts int = 60
-param pollIntervalMs int = 5000
-param maxDelayMs int = 300000
-param maxPollDurationMs int = 86400000
+param pollIntervalMs int = 10000
+param maxDelayMs int = 120000
+param maxPollDurationMs int = 7200000
+@description('NCRONTAB schedule of the sweeper (lost poll messages, deadlines, unpublished events).')
+param sweeperSchedule string = '0 */5 * * * *'
 
 // Names the code expects (settings in shared/orchestration/settings.py; defaults match).
 var acceptedContainerName = 'accepted-files'
@@ -144,7 +155,10 @@ var hostSettings = {
 var extractorSettings = {
   EXTRACTOR_TOKENS: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/extractor-tokens/)'
   EXTRACTOR_MAX_BYTES: '67108864'
-  EXTRACTOR_TIMEOUT_S: '60'
+  EXTRACTOR_TIMEOUT_S: string(extractorTimeoutS)
+  EXTRACTOR_WORKERS: string(extractorWorkers)
+  EXTRACTOR_MEMORY_LIMIT_MB: string(extractorWorkerMemoryMB)
+  EXTRACTOR_MAX_OUTPUT_BYTES: '268435456'
 }
 
 // The orchestration (shared/orchestration/settings.py, shared/loom_client.py).
@@ -159,17 +173,28 @@ var orchestrationSettings = {
   DataStorage__tableServiceUri: storage.outputs.dataTableEndpoint
   ACCEPTED_FILES_HUB: acceptedHubName
   ACCEPTED_FILES_CONSUMER_GROUP: acceptedConsumerGroupName
+  SWEEPER_SCHEDULE: sweeperSchedule
   JOB_STATUS_HUB: statusHubName
+  JOBS_TABLE: jobsTableName
+  POLL_QUEUE: pollQueueName
+  CANCEL_QUEUE: cancelQueueName
+  RESULTS_CONTAINER: resultsContainerName
+  ACCEPTED_FILES_POISON_CONTAINER: poisonContainerName
   REGISTRATION_API_URL: registrationApiUrl
   REGISTRATION_API_SCOPE: registrationApiScope
-  PALANTIR_INGEST_URL: palantirIngestUrl
-  PALANTIR_TOKEN: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/palantir-token/)'
   RESULT_DOWNLOAD_ALLOWED_HOSTS: resultDownloadAllowedHosts
   FLUXX_EXTRACTOR_MAX_POLLING_ATTEMPTS: string(maxPollingAttempts)
   FLUXX_EXTRACTOR_POLL_INTERVAL_MS: string(pollIntervalMs)
   FLUXX_EXTRACTOR_MAX_DELAY_MS: string(maxDelayMs)
   FLUXX_EXTRACTOR_MAX_POLL_DURATION_MS: string(maxPollDurationMs)
   LOOM_DOCUMENT_EXTRACTOR_TOKEN: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/loom-extractor-token/)'
+}
+
+// Palantir ingestion only when configured: its token is a Key Vault secret the operator sets (palantir-token).
+var palantirSettings = empty(palantirIngestUrl) ? {} : {
+  PALANTIR_INGEST_URL: palantirIngestUrl
+  PALANTIR_DATASET_RID: palantirDatasetRid
+  PALANTIR_TOKEN: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/palantir-token/)'
 }
 
 // Function names as app.get_functions() reports them (tests/test_infra.py keeps these in step with the code).
@@ -200,7 +225,7 @@ module singleApp 'modules/functionapp.bicep' = if (deploymentMode == 'single') {
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
-    appSettings: union(hostSettings, extractorSettings, orchestrationSettings, {
+    appSettings: union(hostSettings, extractorSettings, orchestrationSettings, palantirSettings, {
       // The orchestration's own extractor: this app's extract route.
       LOOM_DOCUMENT_EXTRACTOR_URL: 'https://func-${namePrefix}-${uniqueString(resourceGroup().id, namePrefix)}.azurewebsites.net'
     })
@@ -235,7 +260,7 @@ module orchestrationApp 'modules/functionapp.bicep' = if (deploymentMode == 'spl
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
-    appSettings: union(hostSettings, orchestrationSettings, disableExtractor, {
+    appSettings: union(hostSettings, orchestrationSettings, palantirSettings, disableExtractor, {
       LOOM_DOCUMENT_EXTRACTOR_URL: 'https://func-${namePrefix}-x-${uniqueString(resourceGroup().id, namePrefix)}.azurewebsites.net'
     })
   }

@@ -16,7 +16,7 @@ bp = func.Blueprint()
 
 
 @bp.function_name("poll_job")
-@bp.queue_trigger(arg_name="msg", queue_name="poll-jobs", connection="AzureWebJobsStorage")
+@bp.queue_trigger(arg_name="msg", queue_name="poll-jobs", connection="DataStorage")
 def poll_job(msg: func.QueueMessage) -> None:
     from shared.orchestration.poll import handle_poll_message
     from shared.orchestration.runtime import get_deps
@@ -70,7 +70,7 @@ def cancel_job_http(req: func.HttpRequest) -> func.HttpResponse:
 
 
 @bp.function_name("cancel_job_queue")
-@bp.queue_trigger(arg_name="msg", queue_name="cancel-jobs", connection="AzureWebJobsStorage")
+@bp.queue_trigger(arg_name="msg", queue_name="cancel-jobs", connection="DataStorage")
 def cancel_job_queue(msg: func.QueueMessage) -> None:
     from shared.orchestration.cancel import CancelMessageError, cancel_job, parse_cancel_message
     from shared.orchestration.runtime import get_deps

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pycep import BicepParser
@@ -72,3 +73,101 @@ def test_every_checkov_skip_names_a_reason() -> None:
             if "checkov:skip=" in line:
                 m = re.search(r"checkov:skip=(CKV2?_AZURE_\d+):\s*(\S.{10,})", line)
                 assert m, f"{path.name}: a checkov skip without a one-line reason: {line.strip()}"
+
+
+# -- settings and connections ----------------------------------------------------------------------------------------
+
+
+def bicep_app_setting_names() -> set[str]:
+    """Every app setting name main.bicep gives a Function App (keys of its settings objects)."""
+    text = (INFRA / "main.bicep").read_text()
+    names: set[str] = set()
+    for block in re.findall(r"^var \w+ = \{\n(.*?)^\}", text, re.M | re.S):
+        names |= set(re.findall(r"^\s+'?([A-Za-z][\w.]*)'?:", block, re.M))
+    for block in re.findall(r"union\([^{]*\{\n(.*?)\}\)", text, re.S):
+        names |= set(re.findall(r"^\s+'?([A-Za-z][\w.]*)'?:", block, re.M))
+    return names
+
+
+def import_function_app() -> Any:
+    """function_app builds its app from os.environ at import, as the Functions host expects."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EXTRACTOR_TOKENS", "test-token")
+        import function_app
+    return function_app
+
+
+def code_setting_names() -> set[str]:
+    """Every setting the code reads: the settings modules' names (each module is the one place a name is spelled)."""
+    import extract_fn.settings as extractor_settings
+    import shared.loom.settings as loom_settings
+    import shared.orchestration.settings as orchestration_settings
+
+    names = {v for k, v in vars(extractor_settings).items() if k.startswith("ENV_")}
+    names |= set(loom_settings.SETTING_NAMES)
+    names |= {
+        v
+        for k, v in vars(orchestration_settings).items()
+        if k.isupper() and isinstance(v, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", v)
+    }
+    names.add(import_function_app().ROLES_SETTING)
+    return names
+
+
+def documented_settings() -> set[str]:
+    docs = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
+    names: set[str] = set()
+    for first_cell in re.findall(r"^\|([^|\n]*)\|", docs, re.M):  # a settings table names them in its first column
+        names |= set(re.findall(r"`([A-Za-z][\w.]*)`", first_cell))
+    return names
+
+
+def test_bicep_settings_are_found() -> None:
+    names = bicep_app_setting_names()
+    assert {"EXTRACTOR_TOKENS", "AzureWebJobsStorage__credential", "DataStorage__queueServiceUri"} <= names
+
+
+def test_every_setting_the_code_reads_is_deployed_or_documented() -> None:
+    deployed, documented = bicep_app_setting_names(), documented_settings()
+    # Identity-based connections are deployed as their __ parts; the plain name is the local connection string.
+    deployed |= {n.split("__", 1)[0] for n in deployed if "__" in n}
+    missing = sorted(n for n in code_setting_names() if n not in deployed and n not in documented)
+    assert missing == [], f"settings neither set by infra/main.bicep nor documented in the README: {missing}"
+
+
+def test_every_code_setting_is_documented() -> None:
+    undocumented = sorted(code_setting_names() - documented_settings())
+    assert undocumented == [], f"settings missing from the README's settings tables: {undocumented}"
+
+
+def test_every_binding_names_a_connection_and_setting_the_bicep_provides() -> None:
+    function_app = import_function_app()
+    app = function_app.build_app({"EXTRACTOR_TOKENS": "t"})
+    deployed = bicep_app_setting_names()
+    seen_connections = set()
+    for fn in app.get_functions():
+        for binding in fn.get_bindings():
+            data = binding.get_dict_repr()
+            conn = data.get("connection")
+            if conn:
+                seen_connections.add(conn)
+                parts = {n for n in deployed if n.startswith(conn + "__")}
+                assert conn in deployed or parts, f"{fn.get_function_name()}: connection {conn} is not deployed"
+                if binding.type == "eventHubTrigger":
+                    assert f"{conn}__fullyQualifiedNamespace" in deployed
+                if binding.type == "queueTrigger":
+                    assert f"{conn}__queueServiceUri" in deployed
+            for value in data.values():
+                for expr in re.findall(r"%(\w+)%", str(value)):
+                    assert expr in deployed, f"{fn.get_function_name()}: binding expression %{expr}% is not deployed"
+    assert {"EventHubConnection", "DataStorage"} <= seen_connections
+
+
+def test_split_mode_disables_exactly_the_other_roles_functions() -> None:
+    function_app = import_function_app()
+    text = (INFRA / "main.bicep").read_text()
+    disabled = set(re.findall(r"'AzureWebJobs\.(\w+)\.Disabled'", text))
+    app = function_app.build_app({"EXTRACTOR_TOKENS": "t"})
+    assert disabled == {fn.get_function_name() for fn in app.get_functions()}
+    orchestration = function_app.build_app({"APP_ROLES": "orchestration"})
+    assert "http_app_func" not in {fn.get_function_name() for fn in orchestration.get_functions()}

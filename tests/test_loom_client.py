@@ -1011,7 +1011,7 @@ def test_adapter_reads_the_original_from_blob_storage(fake: FakeExtractor, azuri
     try:
         blob = service.get_blob_client(container, "app-1/notes.md")
         blob.upload_blob(DATA)
-        settings = OrchestrationSettings.from_env({"AzureWebJobsStorage": azurite_connection_string, TIMEOUT: "5"})
+        settings = OrchestrationSettings.from_env({"DataStorage": azurite_connection_string, TIMEOUT: "5"})
         out = run_loom_attempt(_job(file_location_url=blob.url, file_name=None), _config(fake.url), settings)
         assert out.status is PollStatus.SUCCEEDED, out
         (ext,) = fake.calls()

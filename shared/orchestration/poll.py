@@ -96,7 +96,11 @@ def claim_attempt(msg: PollMessage, deps: Deps) -> Job | PollResult:
             seen.append(Action.BUSY)
             return None
         until = now + timedelta(seconds=deps.settings.poll_lease_s)
-        return Change(replace(job, lease_id=lease, lease_until=until, updated_at=now))
+        # A LOOM job's first attempt is its extract call: from here the file is being processed.
+        events = (
+            (EventDraft(JobStatus.PROCESSING, attempt=1),) if job.extractor_type == "LOOM" and job.attempt == 1 else ()
+        )
+        return Change(replace(job, lease_id=lease, lease_until=until, updated_at=now), events)
 
     job, changed = mutate(deps.store, msg.job_id, decide)
     if job is None:

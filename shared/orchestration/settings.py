@@ -19,11 +19,14 @@ from typing import Any, Final, Literal
 # ---------------------------------------------------------------------------------------------------------------
 # Setting names: the one place they are spelled.
 
-STORAGE: Final = "AzureWebJobsStorage"  # connection string (Azurite, or an account key) ...
-STORAGE_ACCOUNT_NAME: Final = "AzureWebJobsStorage__accountName"  # ... or identity-based: the account name ...
-STORAGE_BLOB_URI: Final = "AzureWebJobsStorage__blobServiceUri"  # ... or the three service URIs
-STORAGE_QUEUE_URI: Final = "AzureWebJobsStorage__queueServiceUri"
-STORAGE_TABLE_URI: Final = "AzureWebJobsStorage__tableServiceUri"
+# The application's data (jobs table, poll and cancel queues, accepted files, results, parked events) lives in its own
+# storage account, apart from the Functions host's AzureWebJobsStorage, so the app's roles can be scoped to single
+# containers, queues and tables. "DataStorage" is also the connection name the queue triggers bind to.
+STORAGE: Final = "DataStorage"  # connection string (Azurite, or an account key) ...
+STORAGE_ACCOUNT_NAME: Final = "DataStorage__accountName"  # ... or identity-based: the account name ...
+STORAGE_BLOB_URI: Final = "DataStorage__blobServiceUri"  # ... or the three service URIs
+STORAGE_QUEUE_URI: Final = "DataStorage__queueServiceUri"
+STORAGE_TABLE_URI: Final = "DataStorage__tableServiceUri"
 
 JOBS_TABLE: Final = "JOBS_TABLE"
 POLL_QUEUE: Final = "POLL_QUEUE"
@@ -185,7 +188,7 @@ class OrchestrationSettings:
             "palantir_token_scope": r.text(PALANTIR_TOKEN_SCOPE),
             "palantir_branch_id": r.text(PALANTIR_BRANCH_ID),
         }
-        # Storage: a connection string, or identity-based service URIs (Functions' AzureWebJobsStorage__* convention).
+        # Storage: a connection string, or identity-based service URIs (Functions' DataStorage__* convention).
         account = r.text(STORAGE_ACCOUNT_NAME)
         blob_uri = r.url(STORAGE_BLOB_URI) or (f"https://{account}.blob.core.windows.net" if account else None)
         queue_uri = r.url(STORAGE_QUEUE_URI) or (f"https://{account}.queue.core.windows.net" if account else None)

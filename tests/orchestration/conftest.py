@@ -414,7 +414,7 @@ def servers() -> Iterator[dict[str, LocalServer]]:
 
 def base_env(connection_string: str, base: str, servers: dict[str, Any]) -> dict[str, str]:
     return {
-        "AzureWebJobsStorage": connection_string,
+        "DataStorage": connection_string,
         "JOBS_TABLE": base.replace("-", ""),
         "POLL_QUEUE": f"{base}-poll",
         "CANCEL_QUEUE": f"{base}-cancel",

@@ -57,7 +57,7 @@ def test_poll_fn_bindings() -> None:
         "queueTrigger",
         "msg",
         "poll-jobs",
-        "AzureWebJobsStorage",
+        "DataStorage",
     )
     timer = _trigger(functions["sweep_jobs"])
     assert (timer["type"], timer["name"], timer["schedule"]) == ("timerTrigger", "timer", "%SWEEPER_SCHEDULE%")
@@ -74,7 +74,7 @@ def test_poll_fn_bindings() -> None:
     assert (cancel["type"], cancel["queueName"], cancel["connection"]) == (
         "queueTrigger",
         "cancel-jobs",
-        "AzureWebJobsStorage",
+        "DataStorage",
     )
 
 

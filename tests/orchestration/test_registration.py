@@ -46,7 +46,7 @@ def registration() -> Iterator[RegistrationServer]:
 def _resolver(server: RegistrationServer, ttl: str = "60", clock: list[float] | None = None) -> RegistrationResolver:
     settings = OrchestrationSettings.from_env(
         {
-            "AzureWebJobsStorage": "UseDevelopmentStorage=true",
+            "DataStorage": "UseDevelopmentStorage=true",
             "REGISTRATION_API_URL": server.url,
             "REGISTRATION_CACHE_TTL_SECONDS": ttl,
             "SUBMIT_RETRY_DELAY_MS": "1",
@@ -134,7 +134,7 @@ def test_registration_api_errors(registration: RegistrationServer) -> None:
     registration.failures = [Reply(403)]
     with pytest.raises(RegistrationUnavailable, match="answered HTTP 403"):
         _resolver(registration).resolve("a")
-    unset = RegistrationResolver(OrchestrationSettings.from_env({"AzureWebJobsStorage": "UseDevelopmentStorage=true"}))
+    unset = RegistrationResolver(OrchestrationSettings.from_env({"DataStorage": "UseDevelopmentStorage=true"}))
     with pytest.raises(RegistrationUnavailable, match="REGISTRATION_API_URL is not set"):
         unset.resolve("a")
 
@@ -144,7 +144,7 @@ def test_registration_api_errors(registration: RegistrationServer) -> None:
 
 
 def test_token_from_a_setting() -> None:
-    s = OrchestrationSettings.from_env({"AzureWebJobsStorage": "UseDevelopmentStorage=true", "TOK": " abc "})
+    s = OrchestrationSettings.from_env({"DataStorage": "UseDevelopmentStorage=true", "TOK": " abc "})
     assert bearer_token(s, setting="TOK") == "abc"
     with pytest.raises(TokenError, match="the token setting MISSING is not set or blank"):
         bearer_token(s, setting="MISSING")
@@ -176,12 +176,12 @@ def test_token_from_entra_through_default_azure_credential(monkeypatch: pytest.M
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("IDENTITY_ENDPOINT", f"{msi.url}/msi/token")
         monkeypatch.setenv("IDENTITY_HEADER", "local-secret")
-        s = OrchestrationSettings.from_env({"AzureWebJobsStorage": "UseDevelopmentStorage=true"})
+        s = OrchestrationSettings.from_env({"DataStorage": "UseDevelopmentStorage=true"})
         assert bearer_token(s, scope="api://dbricks/.default") == "token-for-api://dbricks"
         assert bearer_token(s, scope="api://dbricks/.default") == "token-for-api://dbricks"
         assert len(seen) == 1  # the credential caches its token
         monkeypatch.setenv("IDENTITY_HEADER", "wrong")
-        fresh = OrchestrationSettings.from_env({"AzureWebJobsStorage": "UseDevelopmentStorage=true"})
+        fresh = OrchestrationSettings.from_env({"DataStorage": "UseDevelopmentStorage=true"})
         with pytest.raises(TokenError, match=re.escape("no Microsoft Entra token for scope api://other/.default")):
             bearer_token(fresh, scope="api://other/.default")
     finally:

@@ -15,7 +15,7 @@ from shared.orchestration.events import JOB_ID_NAMESPACE, EventError, parse_acce
 from shared.orchestration.settings import OrchestrationSettings, SettingsError
 from tests.conftest import ROOT
 
-STORAGE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
+STORAGE = {"DataStorage": "UseDevelopmentStorage=true"}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -60,7 +60,7 @@ def test_errors_name_every_bad_setting() -> None:
         OrchestrationSettings.from_env(env)
     message = str(info.value)
     for name in [
-        "AzureWebJobsStorage: not set",
+        "DataStorage: not set",
         "FLUXX_EXTRACTOR_POLL_INTERVAL_MS: must be an integer >= 0, got 'ten'",
         "SUBMIT_MAX_ATTEMPTS: must be an integer >= 1, got 0",
         "RESULT_DOWNLOAD_ALLOW_PRIVATE: must be true or false, got 'maybe'",
@@ -77,7 +77,7 @@ def test_errors_name_every_bad_setting() -> None:
 def test_identity_based_storage_and_event_hub() -> None:
     s = OrchestrationSettings.from_env(
         {
-            "AzureWebJobsStorage__accountName": "stdocx",
+            "DataStorage__accountName": "stdocx",
             "EventHubConnection__fullyQualifiedNamespace": "ehns.servicebus.windows.net",
         }
     )

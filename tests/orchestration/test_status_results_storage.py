@@ -32,7 +32,7 @@ from shared.orchestration.status import (
 )
 from shared.orchestration.storage import BlobRef, parse_blob_url, user_delegation_sas
 
-STORAGE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
+STORAGE = {"DataStorage": "UseDevelopmentStorage=true"}
 
 
 def _event(seq: int, job: str = "job-1", **kw: Any) -> StatusEvent:
@@ -279,7 +279,7 @@ def test_read_blob_url_for_handlers_that_send_bytes(orch: Any) -> None:
 def test_identity_based_clients_share_one_credential() -> None:
     from shared.orchestration.storage import blob_service, credential, queue_service, table_service
 
-    s = OrchestrationSettings.from_env({"AzureWebJobsStorage__accountName": "acct"})
+    s = OrchestrationSettings.from_env({"DataStorage__accountName": "acct"})
     assert blob_service(s).url == "https://acct.blob.core.windows.net/"
     assert queue_service(s).url == "https://acct.queue.core.windows.net/"
     assert table_service(s).url == "https://acct.table.core.windows.net"

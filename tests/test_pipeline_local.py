@@ -1,0 +1,236 @@
+"""The whole pipeline, locally: real corpus files accepted through the devhost, submitted as LOOM jobs to our own
+extractor service (a real uvicorn process), polled, stored in Blob storage on Azurite, with their status events.
+
+The host's triggers are driven one pass at a time (no threads), so each step is deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import requests
+
+from devhost.__main__ import accept_file, job_report
+from devhost.host import LocalHost
+from shared.artifact import validate_artifact
+from shared.orchestration.runtime import Deps, build_deps
+from shared.orchestration.settings import OrchestrationSettings
+from shared.orchestration.storage import blob_service
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "pipeline-test-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def extractor_url() -> Iterator[str]:
+    port = _free_port()
+    env = dict(os.environ, EXTRACTOR_TOKENS=TOKEN, EXTRACTOR_WORKERS="2", EXTRACTOR_TIMEOUT_S="60")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "extract_fn", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            requests.get(f"{url}/v1/capabilities", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=2)
+            break
+        except requests.ConnectionError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the extractor service did not start") from None
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def deps(azurite_connection_string: str, extractor_url: str, unique_name: str) -> Deps:
+    env = {
+        "DataStorage": azurite_connection_string,
+        "JOBS_TABLE": unique_name,
+        "POLL_QUEUE": f"{unique_name}-poll",
+        "CANCEL_QUEUE": f"{unique_name}-cancel",
+        "RESULTS_CONTAINER": f"{unique_name}-results",
+        "ACCEPTED_FILES_POISON_CONTAINER": f"{unique_name}-poison",
+        "JOB_STATUS_LOCAL_QUEUE": f"{unique_name}-status",
+        "LOOM_DOCUMENT_EXTRACTOR_URL": extractor_url,
+        "LOOM_DOCUMENT_EXTRACTOR_TOKEN": TOKEN,
+        "LOOM_DOCUMENT_EXTRACTOR_TIMEOUT_S": "60",
+    }
+    return build_deps(OrchestrationSettings.from_env(env))
+
+
+def registration(extractor_url: str) -> dict[str, Any]:
+    return {
+        "features": [
+            {
+                "featureName": "extractor",
+                "featureConfig": {
+                    "extractors": [
+                        {
+                            "extractorType": "LOOM",
+                            "extractionUrl": extractor_url,
+                            "jobTrackingConfig": {"maxPollingAttempts": 5, "pollIntervalMs": 0, "maxDelayMs": 0},
+                        }
+                    ]
+                },
+            }
+        ]
+    }
+
+
+def drive(host: LocalHost, job_ids: list[str], timeout_s: float = 120) -> None:
+    """Run the host's triggers until every job is terminal."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        host.accepted_once()
+        host.poll_once()
+        host.status_once()
+        jobs = [host.deps.store.get(j) for j in job_ids]
+        if all(j is not None and j.terminal for j in jobs):
+            while host.status_once():
+                pass
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"jobs not terminal in time: {[(j, host.deps.store.get(j)) for j in job_ids]}")
+
+
+CASES = [
+    ("markdown/readme-sqlglot.md", "markdown"),
+    ("pdf/pdfjs-tracemonkey.pdf", "pdf"),
+    ("csv/csvkit-iris.csv", "csv"),
+    ("docx/mammoth-tables.docx", "docx"),
+    ("toml/real-sqlglot-pyproject.toml", "toml"),
+    ("xlsx/calamine-date-1904.xlsx", "xlsx"),
+]
+
+
+def test_corpus_files_go_from_accepted_to_stored_artifact(deps: Deps, extractor_url: str, corpus: Path) -> None:
+    host = LocalHost(deps)
+    cases = [(corpus / rel, fmt) for rel, fmt in CASES]
+    jobs = {
+        accept_file(path, "demo-app", deps, registration=registration(extractor_url)): (path, fmt)
+        for path, fmt in cases
+    }
+    drive(host, list(jobs))
+    results = blob_service(deps.settings).get_container_client(deps.settings.results_container)
+    for job_id, (path, fmt) in jobs.items():
+        report = job_report(job_id, deps)
+        assert report is not None
+        assert report["status"] == "Succeeded", (path.name, report["reason"])
+        # The artifact is stored at the spec's result path and is a valid artifact of the file's format.
+        location = report["resultLocation"]
+        job = deps.store.get(job_id)
+        assert job is not None
+        blob_name = f"demo-app/{job.file_id}/{job_id}/result.json"
+        assert location.endswith(f"{deps.settings.results_container}/{blob_name}")
+        stored = results.download_blob(blob_name).readall()
+        artifact = validate_artifact(stored, format=fmt, original_size=path.stat().st_size)
+        assert artifact.blocks, path.name
+        # Events: in order, without gaps, from Queued to Succeeded, then the extracted result.
+        events = report["events"]
+        assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+        statuses = [(e["eventType"], e["status"]) for e in events]
+        assert statuses[0][1] == "Queued"
+        assert ("JobStatusChanged", "Started") in statuses
+        assert ("JobStatusChanged", "Processing") in statuses
+        assert ("ExtractedResult", "Succeeded") in statuses
+        assert statuses[-1][1] == "Succeeded"
+        assert any(e["resultLocation"] == location for e in events if e["status"] == "Succeeded")
+        assert all(e["jobId"] == job_id and e["clientApplicationId"] == "demo-app" for e in events)
+        assert TOKEN not in orjson.dumps(events).decode()
+
+
+def test_a_corrupt_file_and_an_unregistered_app_end_failed(deps: Deps, extractor_url: str, corpus: Path) -> None:
+    host = LocalHost(deps)
+    corrupt = accept_file(
+        corpus / "pdf/pdfjs-bug1020226-invalid.pdf", "demo-app", deps, registration=registration(extractor_url)
+    )
+    unregistered = accept_file(corpus / "text/" / sorted(os.listdir(corpus / "text"))[0], "nobody", deps)
+    drive(host, [corrupt, unregistered])
+    bad = job_report(corrupt, deps)
+    assert bad is not None
+    assert bad["status"] == "Failed"
+    assert bad["reason"].startswith("corrupt")
+    assert bad["events"][-1]["status"] == "Failed"
+    nobody = job_report(unregistered, deps)
+    assert nobody is not None
+    assert nobody["status"] == "Failed"
+    assert "extractor" in nobody["reason"].lower() or "registration" in nobody["reason"].lower()
+
+
+def test_the_same_file_accepted_twice_with_one_event_id_is_one_job(
+    deps: Deps, extractor_url: str, corpus: Path
+) -> None:
+    host = LocalHost(deps)
+    path = corpus / "markdown/readme-sqlglot.md"
+    first = accept_file(path, "demo-app", deps, event_id="evt-1", registration=registration(extractor_url))
+    second = accept_file(path, "demo-app", deps, event_id="evt-1", registration=registration(extractor_url))
+    assert first == second
+    drive(host, [first])
+    report = job_report(first, deps)
+    assert report is not None
+    assert report["status"] == "Succeeded"
+    assert sum(1 for e in report["events"] if e["status"] == "Succeeded" and e["eventType"] == "JobStatusChanged") == 1
+
+
+def test_devhost_cli_status_json(deps: Deps, extractor_url: str, corpus: Path, azurite_connection_string: str) -> None:
+    host = LocalHost(deps)
+    job_id = accept_file(
+        corpus / "markdown/readme-sqlglot.md", "demo-app", deps, registration=registration(extractor_url)
+    )
+    drive(host, [job_id])
+    s = deps.settings
+    env = dict(
+        os.environ,
+        AZURITE_CONNECTION_STRING=azurite_connection_string,
+        DataStorage=azurite_connection_string,
+        JOBS_TABLE=s.jobs_table,
+        POLL_QUEUE=s.poll_queue,
+        CANCEL_QUEUE=s.cancel_queue,
+        RESULTS_CONTAINER=s.results_container,
+        ACCEPTED_FILES_POISON_CONTAINER=s.poison_container,
+        JOB_STATUS_LOCAL_QUEUE=s.status_local_queue,
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "devhost", "status", job_id, "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    doc = orjson.loads(out.stdout)
+    assert doc["jobId"] == job_id
+    assert doc["status"] == "Succeeded"
+    assert doc["resultLocation"]
+    assert [e["sequence"] for e in doc["events"]] == list(range(1, len(doc["events"]) + 1))
+    done = subprocess.run(
+        [sys.executable, "-m", "devhost", "wait", job_id, "--timeout", "5"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert b"Succeeded" in done.stdout
