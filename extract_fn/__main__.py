@@ -102,7 +102,10 @@ def extract(path: str, fmt: str, name: str | None, encoding: str | None, sql_dia
         max_output_bytes=settings.max_output_bytes,
     )
     service = ExtractorService(settings, pool=pool)
-    items = [("format", fmt), ("name", os.path.basename(path) if name is None else name)]
+    # A name from the file system or the command line may hold bytes that are not UTF-8 (kept by Python as lone
+    # surrogates); the name is only a label, so those become U+FFFD rather than refusing the file.
+    label = os.fsencode(os.path.basename(path) if name is None else name).decode("utf-8", "replace")
+    items = [("format", fmt), ("name", label)]
     items += [(k, v) for k, v in (("encoding", encoding), ("sql_dialect", sql_dialect)) if v is not None]
     out = sys.stdout.buffer
     try:

@@ -8,10 +8,13 @@
 
 Every request needs ``Authorization: Bearer <token>`` with one of ``EXTRACTOR_TOKENS``; a missing or wrong one is 401
 (``unauthorized``, with ``WWW-Authenticate: Bearer``), before routing. Unknown paths are 404 (``not_found``), wrong
-methods 405 (``method_not_allowed``), both JSON. The service never answers 500: when it cannot serve at all (its
-worker pool is closed, saturated or cannot start a worker, or an unexpected error in this code) it answers 503 with
-the code ``service_unavailable`` and ``Retry-After``, which the contract's server reads as "unavailable, try the file
-again later". No answer is ever compressed.
+methods 405 (``method_not_allowed``; HEAD is allowed on capabilities, OPTIONS nowhere: no browser calls this API, so
+there is no CORS), both JSON. A body that cannot be the original as it is, a multipart form or one under a
+Content-Encoding, is 415 (``unsupported_media_type``); any other Content-Type is read as the file's bytes. The
+service never answers 500: when it cannot serve at all (its worker pool is closed, saturated or cannot start a
+worker, or an unexpected error in this code) it answers 503 with the code ``service_unavailable`` and
+``Retry-After``, which the contract's server reads as "unavailable, try the file again later". No answer is ever
+compressed.
 """
 
 from __future__ import annotations
@@ -44,7 +47,18 @@ log = logging.getLogger("extract_fn")
 CODE_UNAUTHORIZED: Final = "unauthorized"
 CODE_NOT_FOUND: Final = "not_found"
 CODE_METHOD_NOT_ALLOWED: Final = "method_not_allowed"
+CODE_UNSUPPORTED_MEDIA_TYPE: Final = "unsupported_media_type"  # with 415: a multipart or content-coded body
 CODE_UNAVAILABLE: Final = "service_unavailable"  # with 503: the server tries the file again later
+CODE_REQUEST_TIMEOUT: Final = "request_timeout"  # with 408: the upload stalled (the server tries again later)
+# A client that stops sending its body for this long loses the request (408), so a stalled upload cannot hold a
+# connection and its buffered bytes for ever.
+BODY_IDLE_TIMEOUT_S: Final = 30.0
+
+
+class _UploadStalled(Exception):
+    pass
+
+
 RETRY_AFTER_S: Final = "5"
 MAX_MESSAGE_CHARS: Final = 2000
 
@@ -152,18 +166,48 @@ async def capabilities(request: Request) -> Response:
 
 
 def _query_items(raw: bytes) -> list[tuple[str, str]]:
+    """The query's (name, value) pairs, percent-decoded as UTF-8; bytes that are not UTF-8 stay as lone surrogates
+    (``surrogateescape``), which ``ExtractorService.parse_query`` refuses as ``invalid_option`` naming the parameter,
+    rather than being replaced silently."""
     try:
         return parse_qsl(
-            raw.decode("utf-8", "replace"),
+            raw.decode("utf-8", "surrogateescape"),
             keep_blank_values=True,
             encoding="utf-8",
-            errors="replace",
+            errors="surrogateescape",
             max_num_fields=MAX_PARAMETERS,
         )
     except ValueError:
         raise ExtractionError(
             ErrorCode.INVALID_OPTION, f"the query has more than {MAX_PARAMETERS} parameters"
         ) from None
+
+
+def _body_refusal(request: Request) -> Response | None:
+    """415 for a body that cannot be the original's bytes as they are: a multipart form (its envelope would be read
+    as the file) or a body under a Content-Encoding (gzip, br, ...), which this service does not undo. Any other
+    Content-Type is accepted: the contract sends ``application/octet-stream``, but the format parameter and the
+    bytes decide what the file is, so ``text/plain`` or curl's default ``application/x-www-form-urlencoded`` are
+    read the same."""
+    content_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if content_type.startswith("multipart/"):
+        return error_response(
+            415,
+            CODE_UNSUPPORTED_MEDIA_TYPE,
+            f"the body is a {content_type} form, not the file: send the file's bytes as the whole body "
+            "(Content-Type: application/octet-stream; with curl, --data-binary @FILE rather than -F)",
+        )
+    listed = [c.strip().lower() for value in request.headers.getlist("content-encoding") for c in value.split(",")]
+    codings = [c for c in listed if c and c != "identity"]
+    if codings:
+        return error_response(
+            415,
+            CODE_UNSUPPORTED_MEDIA_TYPE,
+            f"the body has Content-Encoding {', '.join(codings)[:100]}: this service takes the file's bytes "
+            "as they are, without a content coding",
+            {"Accept-Encoding": "identity"},
+        )
+    return None
 
 
 async def _read_body(request: Request, limit: int, service: ExtractorService) -> bytes:
@@ -175,7 +219,14 @@ async def _read_body(request: Request, limit: int, service: ExtractorService) ->
         service.check_size(int(declared))
     chunks: list[bytes] = []
     total = 0
-    async for chunk in request.stream():
+    stream = request.stream().__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(stream.__anext__(), BODY_IDLE_TIMEOUT_S)
+        except StopAsyncIteration:
+            break
+        except TimeoutError:
+            raise _UploadStalled from None
         total += len(chunk)
         if total > limit:
             raise ExtractionError(
@@ -189,10 +240,17 @@ async def extract(request: Request) -> Response:
     service = _service(request)
     try:
         query = service.parse_query(_query_items(request.scope.get("query_string", b"")))
+        refusal = _body_refusal(request)
+        if refusal is not None:
+            return refusal
         if service.pool.saturated():
             return unavailable_response("every worker is busy and the queue is full; try again later")
         data = await _read_body(request, service.settings.max_bytes, service)
         raw = await service.extract(query, data)
+    except _UploadStalled:
+        return error_response(
+            408, CODE_REQUEST_TIMEOUT, f"no part of the body arrived for {BODY_IDLE_TIMEOUT_S:g} s; send the file again"
+        )
     except ExtractionError as exc:
         return extraction_error_response(exc)
     except PoolUnavailable as exc:

@@ -75,6 +75,25 @@ def _short(value: str, limit: int = 80) -> str:
     return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
+def _is_utf8(value: str) -> bool:
+    """False for a value holding lone surrogates: bytes that were not UTF-8, kept by ``surrogateescape``."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(value: str, limit: int = 80) -> str:
+    """The value for a message, its undecodable bytes as \\xNN."""
+    head = value[:limit]
+    try:
+        shown = head.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate surrogateescape did not make
+        shown = head.encode("utf-8", "backslashreplace").decode("utf-8")
+    return f"'{shown}'" + ("..." if len(value) > limit else "")
+
+
 def _invalid(message: str) -> ExtractionError:
     return ExtractionError(ErrorCode.INVALID_OPTION, message)
 
@@ -131,8 +150,10 @@ class ExtractorService:
             },
             "docs": {
                 "sql_dialects": list(sql_dialects()) if "sql" in self.extractors else [],
-                "encoding": "any Python text codec name, e.g. latin-1, cp1252, shift_jis, utf-16-le; it applies "
-                "only to text without a byte-order mark or a charset declaration of its own",
+                "encoding": "the name of a Python text codec a file can be written in, e.g. latin-1, cp1252, "
+                "shift_jis, utf-16-le (not undefined, unicode_escape, raw_unicode_escape, idna or punycode); it "
+                "applies only to text without a byte-order mark or a charset declaration of its own; TOML takes "
+                "only utf-8",
                 "sql_dialect": "one of sql_dialects (sqlglot's dialect names); without it SQL is parsed with "
                 "sqlglot's default dialect",
                 "unavailable": "a 503 answer (code service_unavailable) means the service cannot serve now: try the "
@@ -148,12 +169,24 @@ class ExtractorService:
         for i, (key, value) in enumerate(items):
             if i >= MAX_PARAMETERS:
                 raise _invalid(f"the query has more than {MAX_PARAMETERS} parameters")
+            if not _is_utf8(key):
+                raise _invalid(f"a query parameter's name is not UTF-8: {_escaped(key)}")
             if key not in PARAMETERS:
+                if not key:
+                    raise _invalid(
+                        "a query parameter has no name (an empty name before '=', or '&&'): this service takes "
+                        "format, name, encoding and sql_dialect"
+                    )
                 raise _invalid(
                     f"unknown query parameter {_short(key)}: this service takes format, name, encoding and sql_dialect"
                 )
             if key in values:
                 raise _invalid(f"the {key} parameter is given more than once")
+            if not _is_utf8(value):
+                raise _invalid(
+                    f"the {key} parameter is not UTF-8 ({_escaped(value)}): send the value's UTF-8 bytes "
+                    "(percent-encoded in the URL)"
+                )
             values[key] = value
         fmt = values.get(PARAM_FORMAT, "")
         if not fmt:

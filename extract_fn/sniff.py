@@ -2,8 +2,9 @@
 
 ``sniff(data)`` names what the bytes are: ``pdf``, ``docx``, ``pptx``, ``xlsx``, ``parquet``, ``zip`` (a zip that is
 no OOXML package), ``ole`` (an OLE compound file: a legacy Office file or a password-protected OOXML one), an image
-(``png``, ``jpeg``, ``gif``, ``webp``, ``tiff``, ``bmp``), ``gzip``, ``binary`` (other binary data) or ``text``;
-``None`` for no bytes at all.
+(``png``, ``jpeg``, ``gif``, ``webp``, ``tiff``, ``bmp``), ``gzip``, ``binary`` (other binary data), ``html`` (text
+that is a whole HTML document: it opens with ``<!DOCTYPE html`` or ``<html``, after a byte-order mark, white space, an
+XML declaration and comments) or ``text``; ``None`` for no bytes at all.
 
 ``check_format(data, fmt)`` raises ``format_mismatch`` when the content is plainly another format than the one asked
 for. It only decides what it can decide from signatures and byte statistics, and leaves every doubtful case to the
@@ -12,6 +13,10 @@ format module, which answers ``corrupt`` (or ``encoding``) for a damaged file of
 - a text format (markdown, html, text, sql, toml, csv) refuses any recognised binary format and binary data. Text in
   any encoding passes: UTF-8, UTF-16/32 with or without a byte-order mark, legacy single- and multi-byte codecs,
   ISO-2022 (which uses ESC), and text with a stray NUL or control byte.
+- the text formats are told apart only where the bytes say so beyond doubt: a whole HTML document is refused as
+  every other text format ("the file is html, not markdown"). Any other text is read as the format asked for (a
+  markdown file sent as text is text; HTML fragments are valid markdown), and a parser that cannot read it answers
+  ``corrupt`` (TOML).
 - pdf refuses another recognised format and plain text; a damaged PDF without its header is left to the module.
 - docx, pptx and xlsx refuse each other and every other recognised format; a zip that is no OOXML package and an OLE
   compound file (encrypted OOXML) are left to the module, which says what is wrong with them.
@@ -31,6 +36,7 @@ import unicodedata
 import zipfile
 from typing import Final
 
+from extract_fn.text_decoding import sniff_bom
 from shared.contract import FORMATS, TEXT_FORMATS, ErrorCode, ExtractionError
 
 SAMPLE_BYTES: Final = 4096  # how much of the start the text/binary decision looks at
@@ -58,6 +64,7 @@ _DESCRIPTIONS: Final[dict[str, str]] = {
     "bmp": "a BMP image",
     "gzip": "gzip-compressed data",
     "binary": "binary data",
+    "html": "html",
     "text": "text",
 }
 
@@ -121,7 +128,9 @@ def sniff(data: bytes) -> str | None:
     kind = _signature(data, lenient_pdf=False)
     if kind is not None:
         return kind
-    return "text" if looks_like_text(data) else "binary"
+    if not looks_like_text(data):
+        return "binary"
+    return "html" if is_html_document(data) else "text"
 
 
 def check_format(data: bytes, fmt: str, *, encoding: str | None = None) -> None:
@@ -138,12 +147,15 @@ def check_format(data: bytes, fmt: str, *, encoding: str | None = None) -> None:
     kind = _signature(data, lenient_pdf=fmt == "pdf")
     if fmt in TEXT_FORMATS:
         if kind is None:
-            if looks_like_text(data, encoding=encoding):
+            if not looks_like_text(data, encoding=encoding):
+                kind = "binary"
+            elif fmt != "html" and is_html_document(data, encoding=encoding):
+                kind = "html"
+            else:
                 return
-            kind = "binary"
         raise _mismatch(kind, fmt)
     if kind is None:
-        kind = "text" if looks_like_text(data) else "binary"
+        kind = ("html" if is_html_document(data) else "text") if looks_like_text(data) else "binary"
     if kind in (fmt, "binary"):  # unknown binary: let the parser say what is wrong with it
         return
     if fmt in OOXML_KINDS and kind in ("zip", "ole"):  # not OOXML, or encrypted: the module says which
@@ -332,3 +344,33 @@ def _bad_ratio(text: str, *, wide: bool) -> float:
         if ch in _BAD_CHARS or (wide and ord(ch) > 127 and unicodedata.category(ch) in ("Cn", "Co", "Cs")):
             bad += 1
     return bad / len(text)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A whole HTML document
+
+_HTML_PROLOG: Final = re.compile(r"\s*(?:<\?xml[^>]*\?>|<!--.*?-->)", re.DOTALL)
+_HTML_START: Final = re.compile(r"\s*(?:<!doctype\s+html|<html)(?:[\s>]|$)", re.IGNORECASE)
+
+
+def is_html_document(data: bytes, *, encoding: str | None = None) -> bool:
+    """Whether the text opens as a whole HTML document: ``<!DOCTYPE html`` or ``<html``, after a byte-order mark, white
+    space, an XML declaration and comments. A fragment (``<p>``, ``<div>``), which markdown may hold, is not one."""
+    text = _head_text(data[:SAMPLE_BYTES], encoding).lstrip("\ufeff")
+    pos = 0
+    while (m := _HTML_PROLOG.match(text, pos)) is not None and m.end() > pos:
+        pos = m.end()
+    return _HTML_START.match(text, pos) is not None
+
+
+def _head_text(sample: bytes, encoding: str | None) -> str:
+    bom = sniff_bom(sample)
+    if bom is not None:
+        codec, skip = bom
+        return sample[skip:].decode(codec, "ignore")
+    if encoding:
+        try:
+            return codecs.decode(sample, encoding, "ignore")
+        except (LookupError, ValueError, TypeError):
+            pass
+    return sample.decode("latin-1")  # markup is ASCII in every ASCII-compatible encoding

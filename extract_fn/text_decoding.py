@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 from dataclasses import dataclass
+from typing import Final
 
 from shared.contract import ErrorCode, ExtractionError
 
@@ -28,13 +29,20 @@ class Decoded:
     source: str  # "bom", "declared", "option" or "default"
 
 
+# Python codecs that turn bytes into str but are no character set a file is written in: ``undefined`` fails on every
+# input (with a bare UnicodeError), the escape codecs read backslash escapes, idna and punycode read domain labels.
+NOT_FILE_CHARSETS: Final = frozenset({"undefined", "unicode-escape", "raw-unicode-escape", "idna", "punycode"})
+
+
 def known_codec(name: str) -> str | None:
-    """Python's canonical name of a text codec, or None when there is no such text codec."""
+    """Python's canonical name of a text codec a file can be written in, or None when there is no such codec."""
     try:
         info = codecs.lookup(name)
     except (LookupError, ValueError):
         return None
     if not getattr(info, "_is_text_encoding", True):
+        return None
+    if info.name.replace("_", "-") in NOT_FILE_CHARSETS:
         return None
     return info.name
 
@@ -72,4 +80,9 @@ def _decode(data: bytes, enc: str, *, offset: int = 0, source: str) -> str:
             ErrorCode.ENCODING,
             f"the text does not decode as {source}: invalid bytes at byte offset {pos}; "
             f"send the right codec in the encoding option",
+        ) from None
+    except UnicodeError as exc:  # a codec that fails without saying where
+        raise ExtractionError(
+            ErrorCode.ENCODING,
+            f"the text does not decode as {source} ({exc}); send the right codec in the encoding option",
         ) from None

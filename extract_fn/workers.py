@@ -437,16 +437,21 @@ class WorkerPool:
                 f"a worker process failed to start ({_exit_description(status)}); see the service log"
             ) from exc
 
-        header = orjson.dumps(
-            {
-                "extractor": extractor,
-                "format": request.format,
-                "name": request.name,
-                "encoding": request.encoding,
-                "sql_dialect": request.sql_dialect,
-                "max_output_bytes": self.max_output_bytes,
-            }
-        )
+        try:
+            header = orjson.dumps(
+                {
+                    "extractor": extractor,
+                    "format": request.format,
+                    "name": request.name,
+                    "encoding": request.encoding,
+                    "sql_dialect": request.sql_dialect,
+                    "max_output_bytes": self.max_output_bytes,
+                }
+            )
+        except orjson.JSONEncodeError:  # a lone surrogate in a name or option (the service refuses those earlier)
+            raise ExtractionError(
+                ErrorCode.INVALID_OPTION, "the file name or an option is not valid Unicode text"
+            ) from None
         deadline = time.monotonic() + timeout_s
         try:
             status, payload = w.call(header, data, deadline, self.max_output_bytes + _ERROR_REPLY_MAX)

@@ -251,3 +251,22 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except FileNotFoundError:
         return "gone"
+
+
+def test_a_file_name_that_is_not_utf8(capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path) -> None:
+    # A Latin-1 file name on disk (Python holds its byte as a lone surrogate): the name is only a label, so its
+    # undecodable byte becomes U+FFFD and the file is extracted; it used to crash with a traceback.
+    path = tmp_path / os.fsdecode(b"caf\xe9.csv")
+    path.write_bytes(b"a,b\n1,2\n")
+    code, out, err = _main(capsysbinary, "extract", str(path), "--format", "csv")
+    assert code == 0, err
+    assert orjson.loads(out)["tables"][0]["name"] == "caf\ufffd.csv"
+    code, out, err = _main(capsysbinary, "extract", str(path), "--format", "csv", "--name", os.fsdecode(b"x\xffy"))
+    assert code == 0, err
+    assert orjson.loads(out)["tables"][0]["name"] == "x\ufffdy"
+    # An option is no label: a codec or format name that is not UTF-8 is refused, as over HTTP.
+    code, out, _ = _main(capsysbinary, "extract", str(path), "--format", os.fsdecode(b"csv\xff"))
+    assert (code, _error_code(out)) == (2, "invalid_option")
+    assert "not UTF-8" in orjson.loads(out)["error"]["message"]
+    code, out, _ = _main(capsysbinary, "extract", str(path), "--format", "csv", "--encoding", os.fsdecode(b"\xff"))
+    assert (code, _error_code(out)) == (2, "invalid_option")

@@ -777,3 +777,19 @@ def test_the_function_app_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
     assert mismatch.status_code == 422
     assert orjson.loads(mismatch.get_body())["error"]["code"] == "format_mismatch"
     assert unauthorized.status_code == 401
+
+
+def test_live_a_stalled_upload_is_408_not_held_for_ever(live: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Declares 1,000 bytes, sends 10, then nothing: the service gives up after BODY_IDLE_TIMEOUT_S with a 408 (a
+    # server reads it as "unavailable, try again later") instead of holding the connection and its bytes.
+    import extract_fn.app as app_module
+
+    monkeypatch.setattr(app_module, "BODY_IDLE_TIMEOUT_S", 0.5)
+    request = (
+        b"POST /v1/extract?format=text HTTP/1.1\r\nHost: x\r\n" + _auth_line() + b"Content-Length: 1000\r\n"
+        b"Content-Type: application/octet-stream\r\n\r\n0123456789"
+    )
+    status, headers, body = _raw(live, request)
+    assert status == 408
+    assert orjson.loads(body)["error"]["code"] == "request_timeout"
+    assert "content-encoding" not in headers

@@ -462,3 +462,33 @@ def test_table_grid_is_bounded_and_the_cut_reported() -> None:
     assert cov["complete"] is False
     assert cov["extracted"] < cov["total"] == 1101
     assert cov["failed"][0]["unit"] == "cells of the table at line 1"
+
+
+def test_nesting_past_the_depth_limit_is_flattened_not_parsed_quadratically() -> None:
+    """200,000 nested <div>s: Lexbor's tree building is quadratic in depth, so tags past MAX_NESTING_DEPTH are
+    blanked (same length, so locators still point into the source) and the text is kept."""
+    from extract_fn.formats.html_format import MAX_NESTING_DEPTH, _flatten_deep_nesting
+
+    body = "<div>" * 200_000 + "deep\ntext" + "</div>" * 200_000
+    data = f"<html><body>{body}<p>after</p></body></html>".encode()
+    flat, count = _flatten_deep_nesting(data.decode())
+    assert len(flat) == len(data)
+    assert count == 2 * (200_000 - MAX_NESTING_DEPTH)
+    assert flat.count("\n") == 1
+    artifact = html_format.extract(data, ExtractRequest(format="html"))
+    validate_artifact(orjson.dumps(artifact), format="html", original_size=len(data))
+    assert [b["text"] for b in artifact["blocks"]] == ["deep text", "after"]
+    assert artifact["attrs"]["nesting_flattened"] == count
+    assert any(f"nested deeper than {MAX_NESTING_DEPTH}" in w for w in artifact["warnings"])
+    decoded = data.decode()
+    for block in artifact["blocks"]:
+        loc = block["locator"]
+        if loc.get("char_start", -1) >= 0:
+            assert block["text"].split()[0] in decoded[loc["char_start"] : loc["char_end"]]
+
+
+def test_shallow_documents_are_not_touched_by_the_depth_limit() -> None:
+    from extract_fn.formats.html_format import _flatten_deep_nesting
+
+    doc = "<div>" * 10_000 + "x" + "</div>" * 10_000 + "<p>" * 20_000
+    assert _flatten_deep_nesting(doc) == (doc, 0)

@@ -84,8 +84,49 @@ def test_corpus_binary_files_sniff_as_their_format() -> None:
 
 
 def test_corpus_text_files_sniff_as_text() -> None:
-    kinds = {sniff(_read(r["path"])) for r in MANIFEST if r["format"] in TEXT_FORMATS}
+    kinds = {sniff(_read(r["path"])) for r in MANIFEST if r["format"] in TEXT_FORMATS and r["format"] != "html"}
     assert kinds == {"text", None}  # None: an empty TOML file
+    html = {sniff(_read(r["path"])) for r in MANIFEST if r["format"] == "html"}
+    assert html == {"text", "html"}  # whole documents, and fragments (html5lib's tree tests)
+
+
+def test_whole_html_documents_are_told_from_the_other_text_formats() -> None:
+    documents = [
+        b"<!DOCTYPE html>\n<title>t</title>",
+        b"<!doctype HTML><p>x",
+        b"<html>",
+        b"  \r\n<HTML lang=en>",
+        b'<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN">',
+        b"\xef\xbb\xbf<!-- generated -->\n<?xml version='1.0' encoding='utf-8'?>\n<html xmlns='x'>",
+        "<!doctype html><p>\u00fc</p>".encode("utf-16"),  # a byte-order mark names the codec
+    ]
+    for data in documents:
+        assert sniff(data) == "html", data
+        assert _mismatch(data, "html") is None
+        for fmt in sorted(TEXT_FORMATS - {"html"}):
+            err = _mismatch(data, fmt)
+            assert err is not None, (data, fmt)
+            assert err.code == ErrorCode.FORMAT_MISMATCH
+            assert err.message == f"the file is html, not {fmt}"
+        err = _mismatch(data, "pdf")
+        assert err is not None
+        assert err.message == "the file is html, not pdf"
+    wide = "<!doctype html><p>x</p>".encode("utf-16-le")  # no byte-order mark: only the option names the codec
+    assert _mismatch(wide, "markdown", encoding="utf-16-le") is not None
+    # Fragments, which markdown holds and a text file may quote, and near misses are text.
+    fragments = [
+        b'<p align="center">logo</p>\n\n# Title\n',
+        b"<!-- licence -->\n# Title\n",
+        b"<div></div>",
+        b"<htmlx>",
+        b"# <html> in a heading\n",
+        b"<!-- never closed <html>",
+        b"Text about <!DOCTYPE html> documents.\n",
+    ]
+    for data in fragments:
+        assert sniff(data) == "text", data
+        for fmt in sorted(TEXT_FORMATS):
+            assert _mismatch(data, fmt) is None, (data, fmt)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1074,6 +1074,84 @@ def visible_text(html: str) -> str:
     return "\n".join(b["text"] for b in builder.blocks if b["text"])
 
 
+# HTML5 parsers have no depth limit, and Lexbor's tree building grows with depth squared (200,000 nested <div>s take
+# minutes). Tags past this depth are blanked out before parsing: same length, newlines kept, so every offset and line
+# number of the source still holds; their text stays in the enclosing element.
+MAX_NESTING_DEPTH: Final = 10_000  # Lexbor: ~1 s at this depth, minutes at 200,000
+_TAG_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)[^>]*>")
+# Void elements and elements whose end tag may be left out (a browser closes them implicitly) do not count as depth.
+_FLAT_ELEMENTS: Final = frozenset(
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+        "p",
+        "li",
+        "dt",
+        "dd",
+        "tr",
+        "td",
+        "th",
+        "option",
+        "optgroup",
+        "thead",
+        "tbody",
+        "tfoot",
+        "colgroup",
+        "caption",
+        "rb",
+        "rt",
+        "rtc",
+        "rp",
+        "html",
+        "head",
+        "body",
+    ]
+)
+_NOT_NEWLINE: Final = re.compile(r"[^\r\n]")
+
+
+def _flatten_deep_nesting(text: str) -> tuple[str, int]:
+    """``text`` with tags nested past ``MAX_NESTING_DEPTH`` blanked out, and how many were."""
+    if text.count("<") <= MAX_NESTING_DEPTH:
+        return text, 0
+    depth = 0
+    cuts: list[tuple[int, int]] = []
+    for m in _TAG_RE.finditer(text):
+        counts = m.group(2).lower() not in _FLAT_ELEMENTS
+        if m.group(1):  # an end tag: blanked inside the too-deep region
+            if depth > MAX_NESTING_DEPTH:
+                cuts.append(m.span())
+            if counts and depth:
+                depth -= 1
+        else:  # a start tag: every tag inside the too-deep region is blanked, list items and cells too
+            if counts and not m.group(0).endswith("/>"):
+                depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                cuts.append(m.span())
+    if not cuts:
+        return text, 0
+    parts: list[str] = []
+    pos = 0
+    for start, end in cuts:
+        parts.append(text[pos:start])
+        parts.append(_NOT_NEWLINE.sub(" ", text[start:end]))
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts), len(cuts)
+
+
 def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     """The artifact of one file (see the module docstring); raises ExtractionError (encoding, resource_limit)."""
     with no_gc():
@@ -1094,6 +1172,13 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     budget = OutputBudget(request.max_output_bytes)
     budget.charge(512)
 
+    text, flattened = _flatten_deep_nesting(text)
+    if flattened:
+        builder.warn(
+            f"{flattened} tags nested deeper than {MAX_NESTING_DEPTH} levels were read as plain text containers "
+            "(their text is kept; their structure is not)"
+        )
+        builder.attrs["nesting_flattened"] = flattened
     tree = LexborHTMLParser(text)
     title_node = tree.head.css_first("title") if tree.head is not None else None
     if title_node is not None:

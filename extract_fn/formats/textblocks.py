@@ -204,6 +204,11 @@ class OutputBudget:
         """Reserve room for one block; False (and exhausted from now on) when it does not fit."""
         if self.exhausted:
             return False
+        # The text's length is a lower bound of its JSON: a block that cannot fit is refused before orjson, which
+        # reserves ~8 bytes per character up front (a huge line could pass the worker's memory limit).
+        if self.used + len(text) + self.BLOCK_OVERHEAD > self.limit:
+            self.exhausted = True
+            return False
         size = len(orjson.dumps((text, section_path, keys, attrs))) + self.BLOCK_OVERHEAD
         if self.used + size > self.limit:
             self.exhausted = True
