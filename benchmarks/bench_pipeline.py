@@ -5,9 +5,12 @@
 Starts its own Azurite and a fast in-process contract server (a tiny valid artifact, no parsing), accepts N small
 text files as LOOM jobs through the devhost, and drives the host's triggers in one thread until every job is
 terminal. Every HTTP request the pipeline makes (the Azure SDKs' and the LOOM client's both go through requests) is
-counted by service and operation; the producer's upload and event, the idle polls of empty queues and the
-benchmark's own completion checks are not the pipeline's per-job cost and are left out where they can be (empty
-receives are counted: they are real transactions, amortized over the batch).
+counted by service, table or queue, and operation; the producer's upload and event, the idle polls of empty queues and
+the benchmark's own completion checks are not the pipeline's per-job cost and are left out where they can be (empty
+receives are counted: they are real transactions, amortized over the batch). The devhost's stand-ins are named apart:
+queue ``accepted-files-local`` plays the accepted-files Event Hub, table ``devhostevents`` is the host's own log of
+the status events it saw (for ``devhost status``), queue ``job-status-local`` plays the job-status Event Hub.
+docs/orchestration.md ("Storage transactions per job") explains each jobs-table call.
 """
 
 from __future__ import annotations
@@ -76,10 +79,21 @@ class FastExtractor(BaseHTTPRequestHandler):
         self._send(ARTIFACT)
 
 
+ACCOUNT = "devstoreaccount1"  # Azurite's account: the first path segment of its URLs
 COUNTS: collections.Counter[str] = collections.Counter()
 PORTS: dict[int, str] = {}
 COUNTING = threading.Event()
 _original_send = requests.Session.send
+
+
+def _table_of(request: requests.PreparedRequest, path: str) -> str:
+    """The table a Table storage request is for: in the URL, or (an entity group transaction) in its body."""
+    m = re.match(r"/(?:[^/]+/)?([A-Za-z][A-Za-z0-9]*)\(", path)
+    if m:
+        return m.group(1)
+    body = request.body if isinstance(request.body, bytes) else (request.body or "").encode()
+    m = re.search(rb"\n(?:POST|PUT|PATCH|MERGE|DELETE) \S*?/([A-Za-z][A-Za-z0-9]*)(?:\(| HTTP)", body)
+    return m.group(1).decode() if m else "?"
 
 
 def counting_send(self: requests.Session, request: requests.PreparedRequest, **kw: Any) -> requests.Response:
@@ -91,10 +105,14 @@ def counting_send(self: requests.Session, request: requests.PreparedRequest, **k
     query = m.group(3) or "" if m else ""
     if service == "table":
         op = "batch" if "$batch" in path else ("query" if request.method == "GET" else request.method)
+        op = f"{_table_of(request, path)} {op}"
     elif service == "queue":
         op = {"GET": "receive", "POST": "send", "DELETE": "delete", "PUT": "update"}.get(request.method or "", "?")
         if "comp=" in query or path.count("/") <= 2:
             op = f"{request.method} queue"  # create queue / metadata
+        parts = [p for p in path.split("/") if p]
+        name = parts[1] if len(parts) > 1 and parts[0] == ACCOUNT else (parts[0] if parts else "?")
+        op = f"{name} {op}"
     elif service == "blob":
         op = request.method or "?"
         if "restype=container" in query:
@@ -120,6 +138,7 @@ def main() -> int:
     url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         os.environ["AZURITE_CONNECTION_STRING"] = az.connection_string
+        from devhost import config as devhost_config
         from devhost.__main__ import accept_file
         from devhost.host import LocalHost
         from shared.orchestration.runtime import build_deps
@@ -168,9 +187,18 @@ def main() -> int:
         print(f"{args.jobs} jobs in {elapsed:.2f} s: {args.jobs / elapsed:.1f} jobs/s, states {dict(states)}")
         print("calls per job:")
         for key, n in sorted(COUNTS.items()):
-            print(f"  {key:<28} {n / args.jobs:6.2f}")
+            print(f"  {key:<46} {n / args.jobs:6.2f}")
         total = sum(COUNTS.values())
-        print(f"  {'total':<28} {total / args.jobs:6.2f}")
+        print(f"  {'total':<46} {total / args.jobs:6.2f}")
+        jobs_table = sum(n for k, n in COUNTS.items() if k.startswith(f"table {deps.settings.jobs_table} "))
+        stand_ins = sum(
+            n
+            for k, n in COUNTS.items()
+            if k.startswith((f"table {devhost_config.EVENTS_TABLE} ", f"queue {devhost_config.ACCEPTED_QUEUE} "))
+        )
+        print(f"  {'of which Table storage, the jobs table':<46} {jobs_table / args.jobs:6.2f}")
+        print(f"  {'of which devhost-only (no such call in Azure)':<46} {stand_ins / args.jobs:6.2f}")
+        print("  (devhost-only: the accepted-files-local queue, the devhostevents log table)")
     finally:
         server.shutdown()
         az.stop()

@@ -15,7 +15,6 @@ error body, code ``service_unavailable``, on stdout).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
@@ -26,7 +25,6 @@ from extract_fn.settings import SettingsError
 EXIT_OK = 0
 EXIT_USAGE = 1
 EXIT_EXTRACTION_ERROR = 2
-EXIT_UNAVAILABLE = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,10 +79,9 @@ def serve(host: str, port: int, log_level: str) -> int:
 
 
 def extract(path: str, fmt: str, name: str | None, encoding: str | None, sql_dialect: str | None) -> int:
-    from extract_fn.app import error_body
-    from extract_fn.service import ExtractorService
+    from extract_fn.service import ExtractorService, error_body
     from extract_fn.settings import Settings
-    from extract_fn.workers import PoolUnavailable, WorkerPool
+    from extract_fn.workers import WorkerPool, run_forked
     from shared.contract import ExtractionError
 
     try:
@@ -95,6 +92,8 @@ def extract(path: str, fmt: str, name: str | None, encoding: str | None, sql_dia
         size = os.path.getsize(path)
     except OSError as exc:
         return _fail(f"cannot read {path}: {exc.strerror or exc}")
+    # The service's checks (options, size, format by bytes); the extraction itself runs in a forked child under
+    # the same limits a pool worker has (the pool is never started: one file needs no second interpreter).
     pool = WorkerPool(
         1,
         timeout_s=settings.timeout_s,
@@ -113,17 +112,20 @@ def extract(path: str, fmt: str, name: str | None, encoding: str | None, sql_dia
         service.check_size(size)
         with open(path, "rb") as fh:
             data = fh.read(settings.max_bytes + 1)
-        raw = asyncio.run(service.extract(query, data))
+        request = service.prepare(query, data)
+        raw = run_forked(
+            service.extractors[query.format],
+            data,
+            request,
+            timeout_s=settings.timeout_s,
+            memory_limit_bytes=settings.memory_limit_bytes,
+            max_output_bytes=settings.max_output_bytes,
+        )
     except ExtractionError as exc:
         out.write(error_body(exc.code.value, exc.message) + b"\n")
         return EXIT_EXTRACTION_ERROR
-    except PoolUnavailable as exc:
-        out.write(error_body("service_unavailable", str(exc)) + b"\n")
-        return EXIT_UNAVAILABLE
     except OSError as exc:
         return _fail(f"cannot read {path}: {exc.strerror or exc}")
-    finally:
-        pool.close()
     out.write(raw + b"\n")
     out.flush()
     return EXIT_OK

@@ -37,7 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from extract_fn.service import MAX_PARAMETERS, ExtractorService
+from extract_fn.service import MAX_PARAMETERS, ExtractorService, error_body
 from extract_fn.settings import Settings
 from extract_fn.workers import PoolUnavailable, WorkerPool
 from shared.contract import ERROR_STATUS, ErrorCode, ExtractionError
@@ -60,12 +60,6 @@ class _UploadStalled(Exception):
 
 
 RETRY_AFTER_S: Final = "5"
-MAX_MESSAGE_CHARS: Final = 2000
-
-
-def error_body(code: str, message: str) -> bytes:
-    message = message.encode("utf-8", "replace").decode("utf-8")[:MAX_MESSAGE_CHARS]
-    return orjson.dumps({"error": {"code": code, "message": message}})
 
 
 def error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> Response:

@@ -98,6 +98,17 @@ def _invalid(message: str) -> ExtractionError:
     return ExtractionError(ErrorCode.INVALID_OPTION, message)
 
 
+MAX_MESSAGE_CHARS: Final = 2000
+
+
+def error_body(code: str, message: str) -> bytes:
+    """The contract's error body ``{"error": {"code", "message"}}``."""
+    import orjson
+
+    message = message.encode("utf-8", "replace").decode("utf-8")[:MAX_MESSAGE_CHARS]
+    return orjson.dumps({"error": {"code": code, "message": message}})
+
+
 class ExtractorService:
     """The reference extractor without HTTP. ``extractors`` maps format -> "module:function" (default: every format
     module this deployment has); a format missing from it is ``format_unavailable``."""
@@ -225,20 +236,24 @@ class ExtractorService:
                 f"the file is {size} bytes, over this service's limit of {self.settings.max_bytes} bytes",
             )
 
+    def prepare(self, query: Query, data: bytes) -> ExtractRequest:
+        """Check the original against the size limit and the format asked for; the request for a worker."""
+        self.check_size(len(data))
+        check_format(data, query.format, encoding=query.encoding)
+        return ExtractRequest(
+            format=query.format,
+            name=query.name,
+            encoding=query.encoding,
+            sql_dialect=query.sql_dialect,
+            max_output_bytes=self.settings.max_output_bytes,
+        )
+
     async def extract(self, query: Query, data: bytes) -> bytes:
         """The artifact's JSON bytes, checked by the shared validator."""
         started = time.perf_counter()
         outcome = "ok"
         try:
-            self.check_size(len(data))
-            check_format(data, query.format, encoding=query.encoding)
-            request = ExtractRequest(
-                format=query.format,
-                name=query.name,
-                encoding=query.encoding,
-                sql_dialect=query.sql_dialect,
-                max_output_bytes=self.settings.max_output_bytes,
-            )
+            request = self.prepare(query, data)
             try:
                 raw = await self.pool.run(self.extractors[query.format], data, request)
             except ExtractionError as exc:

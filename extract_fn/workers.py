@@ -459,27 +459,17 @@ class WorkerPool:
             self._replace(w)
             if self._closed:
                 raise PoolUnavailable("the worker pool is closed") from None
-            raise ExtractionError(
-                ErrorCode.TIMEOUT, f"the extraction took longer than {timeout_s:g} s, this service's limit"
-            ) from None
+            raise _timeout_error(timeout_s) from None
         except _OversizeReply as exc:
             self._replace(w)
-            raise ExtractionError(
-                ErrorCode.RESOURCE_LIMIT,
-                f"the artifact is {exc.length} bytes, over this service's limit of {self.max_output_bytes} bytes",
-            ) from None
+            raise _oversize_error(exc.length, self.max_output_bytes) from None
         except _Died:
             returncode = w.kill()
             if self._closed:
                 raise PoolUnavailable("the worker pool is closed") from None
             self._replace(w)
-            limit = f"{self.memory_limit_bytes // (1024 * 1024)} MiB" if self.memory_limit_bytes else "no memory limit"
             log.warning("worker %d died during an extraction (%s)", w.index, _exit_description(returncode))
-            raise ExtractionError(
-                ErrorCode.RESOURCE_LIMIT,
-                f"the extraction ended its worker process ({_exit_description(returncode)}): the parser ran out "
-                f"of memory ({limit}) or crashed on this file",
-            ) from None
+            raise _death_error(returncode, self.memory_limit_bytes) from None
 
         with self._lock:
             self.stats.completed += 1
@@ -492,6 +482,90 @@ class WorkerPool:
     def _spawn_quietly(self, w: _Worker) -> None:
         with contextlib.suppress(PoolUnavailable):
             self._spawn(w)
+
+
+def _timeout_error(timeout_s: float) -> Exception:
+    from shared.contract import ErrorCode, ExtractionError
+
+    return ExtractionError(ErrorCode.TIMEOUT, f"the extraction took longer than {timeout_s:g} s, this service's limit")
+
+
+def _oversize_error(length: int, max_output_bytes: int) -> Exception:
+    from shared.contract import ErrorCode, ExtractionError
+
+    message = f"the artifact is {length} bytes, over this service's limit of {max_output_bytes} bytes"
+    return ExtractionError(ErrorCode.RESOURCE_LIMIT, message)
+
+
+def _death_error(returncode: int | None, memory_limit_bytes: int) -> Exception:
+    from shared.contract import ErrorCode, ExtractionError
+
+    limit = f"{memory_limit_bytes // (1024 * 1024)} MiB" if memory_limit_bytes else "no memory limit"
+    return ExtractionError(
+        ErrorCode.RESOURCE_LIMIT,
+        f"the extraction ended its worker process ({_exit_description(returncode)}): the parser ran out "
+        f"of memory ({limit}) or crashed on this file",
+    )
+
+
+def run_forked(
+    extractor: str,
+    data: bytes,
+    request: ExtractRequest,
+    *,
+    timeout_s: float,
+    memory_limit_bytes: int,
+    max_output_bytes: int,
+) -> bytes:
+    """One extraction in a forked child under the pool's limits, for the CLI: one process per file anyway, so a
+    fork (no second interpreter, no second round of imports) isolates it as well as a pool worker would."""
+    header = {
+        "extractor": extractor,
+        "format": request.format,
+        "name": request.name,
+        "encoding": request.encoding,
+        "sql_dialect": request.sql_dialect,
+        "max_output_bytes": max_output_bytes,
+    }
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # as in _child_env, before pyarrow loads
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        try:
+            os.close(rfd)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            os.dup2(2, 1)  # the CLI's stdout carries the answer: a library that prints goes to stderr
+            sys.stdout = sys.stderr
+            _set_limits(memory_limit_bytes)
+            status, payload = _handle(_ChildState(memory_limit_bytes), header, data)
+            with os.fdopen(wfd, "wb", buffering=_CHUNK) as out:
+                out.write(_REPLY.pack(status, len(payload)))
+                out.write(payload)
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    deadline = time.monotonic() + timeout_s
+    try:
+        os.set_blocking(rfd, False)
+        try:
+            status, length = _REPLY.unpack(_read_exact(rfd, _REPLY.size, deadline))
+            if length > max_output_bytes + _ERROR_REPLY_MAX:
+                raise _oversize_error(length, max_output_bytes)
+            payload = bytes(_read_exact(rfd, length, deadline))
+        except _Deadline:
+            os.kill(pid, signal.SIGKILL)
+            raise _timeout_error(timeout_s) from None
+        except _Died:
+            _, wait_status = os.waitpid(pid, 0)
+            pid = 0
+            raise _death_error(os.waitstatus_to_exitcode(wait_status), memory_limit_bytes) from None
+    finally:
+        os.close(rfd)
+        if pid:
+            os.waitpid(pid, 0)
+    if status == STATUS_OK:
+        return payload
+    return _raise_reply(payload)
 
 
 def _raise_reply(payload: bytes) -> Any:

@@ -59,13 +59,15 @@ How the contract is read where it leaves a choice (keep in step with the project
 
 from __future__ import annotations
 
-import datetime as _dt
 import gc
 import json
 import math
 import re
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat, starmap
+from operator import is_, is_not, itemgetter, le, lt, or_
 from typing import Any, Final
 
 import orjson
@@ -304,6 +306,9 @@ _BLOCK_FIELD_SETS: Final[tuple[set[str], ...]] = tuple(
     | {name for bit, name in enumerate(("parent", "depth", "attrs")) if mask >> bit & 1}
     for mask in range(8)
 )
+_BLOCK_FIELD_SETS_BY_SENT: Final[dict[tuple[bool, bool, bool], set[str]]] = {
+    (bool(mask & 1), bool(mask & 2), bool(mask & 4)): fields for mask, fields in enumerate(_BLOCK_FIELD_SETS)
+}
 _LOCATOR_DEFAULTS: Final[dict[str, None]] = dict.fromkeys(Locator.model_fields)  # in field order
 
 
@@ -330,16 +335,209 @@ def _free_ok(node: Any, depth: int) -> bool:
     return True
 
 
+# The chunked, field-at-a-time fast path of blocks (Checker._blocks_fast)
+_BLOCK_CHUNK: Final = 2048  # blocks: big enough that each pass costs little per block, small enough to stay in cache
+_DICT_ONLY: Final = frozenset({dict})
+_INT_ONLY: Final = frozenset({int})
+_INT_OR_MISSING: Final = frozenset({int, type(_MISSING)})
+_DICT_OR_MISSING: Final = frozenset({dict, type(_MISSING)})
+_STR_OR_MISSING: Final = frozenset({str, type(_MISSING)})
+_FLAT_KINDS: Final = frozenset({str, bool, _NONE_TYPE})
+_SCALAR_KINDS: Final = frozenset({str, bool, _NONE_TYPE, int, float})
+_NO_PARENT: Final = object()  # stands for a block's parent left out: always among the ids seen
+_GET_ID: Final = itemgetter("id")
+_GET_TYPE: Final = itemgetter("type")
+_GET_TEXT: Final = itemgetter("text")
+_GET_SECTION_PATH: Final = itemgetter("section_path")
+_GET_KEYS: Final = itemgetter("keys")
+_GET_LOCATOR: Final = itemgetter("locator")
+_consume: Final = deque(maxlen=0).extend  # runs an iterator to its end, keeping nothing
+
+
+def _str_lists_ok(lists: list[Any], max_items: int, max_chars: int) -> bool:
+    """Whether each of a chunk's values is a list of at most ``max_items`` strings of at most ``max_chars``."""
+    first = lists[0]
+    if type(first) is list and lists.count(first) == len(lists):  # all alike (often all empty): test one
+        return len(first) <= max_items and (
+            not first or (set(map(type, first)) == _STR_ONLY and max(map(len, first)) <= max_chars)
+        )
+    if set(map(type, lists)) != _LIST_ONLY or max(map(len, lists)) > max_items:
+        return False
+    items = list(chain.from_iterable(lists))
+    return not items or (set(map(type, items)) == _STR_ONLY and max(map(len, items)) <= max_chars)
+
+
+def _attrs_ok(attrs: list[Any]) -> bool:
+    """``_free_ok`` for a chunk's attrs: alike ones (a table's row blocks) by one of them, flat ones all together,
+    nested ones one by one. (Equal free objects hold equal strings and numbers, at the same depths: one of them
+    passing means all do.)"""
+    first = attrs[0]
+    if type(first) is dict and attrs.count(first) == len(attrs):
+        return _free_ok(first, 1)
+    if set(map(type, attrs)) != _DICT_ONLY:
+        return False
+    values = list(chain.from_iterable(map(dict.values, attrs)))
+    kinds = set(map(type, values))
+    if kinds <= _FLAT_KINDS:
+        return True
+    if kinds <= _SCALAR_KINDS:
+        return max(map(abs, [v for v in values if type(v) is int or type(v) is float])) < _BIG_FLOAT
+    return all(map(_free_ok, attrs, repeat(1)))
+
+
+def _present(values: list[Any], kinds: set[type], absent: object) -> list[Any]:
+    """The values of a chunk's optional field that were sent (``absent`` stands for one left out)."""
+    if type(absent) not in kinds:
+        return values
+    if len(kinds) == 1:
+        return []
+    return [v for v in values if v is not absent]
+
+
+class _FieldSets(dict[tuple[str, ...], set[str]]):
+    """The fields set of the models sent these keys (all known fields): one set object for each key tuple, shared
+    by those models (a frozen model never changes its own, and model_copy copies it first)."""
+
+    def __missing__(self, keys: tuple[str, ...]) -> set[str]:
+        fields = self[keys] = set(keys)
+        return fields
+
+
+# Model building at C speed: each model's slots set through their descriptors (what _construct does), a chunk at a
+# time with map (about 40% less than object.__setattr__, which looks the name up each time).
+_SET_DICT: Final = BaseModel.__dict__["__dict__"].__set__
+_SET_FIELDS_SET: Final = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA: Final = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE: Final = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _new_models(
+    cls: type[_Model], dicts: Iterable[dict[str, Any]], fields_sets: Iterable[set[str]], n: int
+) -> list[Any]:
+    """``n`` models of ``cls`` as ``_construct`` builds them, from their ``__dict__`` and fields set."""
+    models = list(map(_object_new, repeat(cls, n)))
+    _consume(map(_SET_DICT, models, dicts))
+    _consume(map(_SET_FIELDS_SET, models, fields_sets))
+    _consume(map(_SET_EXTRA, models, repeat(None)))
+    _consume(map(_SET_PRIVATE, models, repeat(None)))
+    return models
+
+
 _TEMPORAL_TYPES: Final = ("date", "datetime", "time", "duration")
 _MAX_KNOWN_TEXTS: Final = 200_000  # per temporal type: texts found to fit, so each is checked once
-_DECIMAL_RE: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_DATE_RE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_TIME_PART: Final = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]{1,9})?"
-_DATETIME_RE: Final = re.compile(
-    r"([0-9]{4}-[0-9]{2}-[0-9]{2})(?:T" + _TIME_PART + r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?)?"
+# The cell texts, each a pattern that holds only a real value (a date names a real day: month lengths and leap years
+# are spelled out, so no date parsing is needed), none matching a line break (see _all_match).
+_DECIMAL: Final = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_MONTH_DAY: Final = (
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"  # months of 31 days
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"  # of 30
+    r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"  # February, the 29th apart
 )
+_LEAP_YEAR: Final = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+_DATE: Final = r"(?!0000)(?:[0-9]{4}-" + _MONTH_DAY + "|" + _LEAP_YEAR + r"-02-29)"  # years 0001 to 9999
+_TIME_PART: Final = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]{1,9})?"
+_DATETIME: Final = _DATE + r"(?:T" + _TIME_PART + r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?)?"
+_DURATION: Final = r"-?[0-9]+:[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?"
+_DECIMAL_RE: Final = re.compile(_DECIMAL)
+_DATE_RE: Final = re.compile(_DATE)
+_DATETIME_RE: Final = re.compile(_DATETIME)
 _TIME_RE: Final = re.compile(_TIME_PART)
-_DURATION_RE: Final = re.compile(r"-?[0-9]+:[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?")
+_DURATION_RE: Final = re.compile(_DURATION)
+
+
+def _lines_of(pattern: str) -> re.Pattern[str]:
+    """Texts joined by line breaks, each matching ``pattern``: one regex run over a whole column's texts (possessive,
+    so the engine keeps no state per text), about 3x faster than a match call per text."""
+    return re.compile(f"(?:{pattern}\n)*+{pattern}")
+
+
+_LINES_RE: Final[dict[str, re.Pattern[str]]] = {
+    "number": _lines_of(_DECIMAL),
+    "date": _lines_of(_DATE),
+    "datetime": _lines_of(_DATETIME),
+    "time": _lines_of(_TIME_PART),
+    "duration": _lines_of(_DURATION),
+}
+
+
+def _all_match(lines_re: re.Pattern[str], texts: Sequence[str]) -> bool:
+    """Whether every text fully matches the pattern of ``lines_re`` (see ``_lines_of``). No pattern matches a line
+    break, and the count of breaks in the joined text proves that none of the texts holds one, so each line is
+    exactly one text."""
+    if not texts:
+        return True
+    joined = "\n".join(texts)
+    return joined.count("\n") == len(texts) - 1 and lines_re.fullmatch(joined) is not None
+
+
+_ROW_CHUNK: Final = 2048  # table rows tested together, a column at a time (Checker.rows)
+_NUMBER_OK: Final = frozenset({int, float, str})
+_MIXED_OK: Final = frozenset({int, float, str, bool})
+
+
+def _column_ok(col: Sequence[Any], ctype: str, known: dict[str, set[str]]) -> bool:
+    """Whether every cell of a column of orjson data (a chunk of its rows) is valid, fits ``ctype`` and needs no
+    cleaning, tested with a few C-speed passes: the set of the cells' types, the largest size of the numbers, one
+    regex run over all texts (``_all_match``; a date column's distinct texts only, once each: ``known``). False
+    sends the cells to the careful path, which reports each violation at its path (or finds none, as for an
+    integer past 2^63 that is a double, or a cell error with more members to drop)."""
+    kinds = set(map(type, col))
+    only = len(kinds) == 1  # one type, no null, no cell error: the column itself is the list of its values
+    has_dict = dict in kinds
+    if has_dict:
+        errors = [v for v in col if type(v) is dict]
+        if set(map(len, errors)) != {1} or set(map(type, map(dict.get, errors, repeat("error")))) != _STR_ONLY:
+            return False
+        kinds.discard(dict)
+    kinds.discard(_NONE_TYPE)
+    if not kinds:
+        return True
+    if ctype == "string":
+        return kinds == _STR_ONLY
+    if ctype == "bool":
+        return kinds == _BOOL_ONLY
+    if ctype in {"number", "mixed"}:
+        if not kinds <= (_NUMBER_OK if ctype == "number" else _MIXED_OK):
+            return False
+        if not kinds.isdisjoint(_NUMBER_KINDS):
+            if only:
+                nums: Iterable[Any] = col
+            elif kinds <= _NUMBER_KINDS and not has_dict:
+                nums = filter(None, col)  # drops the nulls (and zeros, in range anyway)
+            else:
+                nums = [v for v in col if type(v) is int or type(v) is float]
+            if not max(map(abs, nums), default=0) < _BIG_FLOAT:  # abs(INT64_MIN) fails: the careful path passes it
+                return False
+        if ctype == "number" and str in kinds:
+            texts = _texts(col, only, kinds, has_dict)
+            return texts is not None and _all_match(_LINES_RE["number"], texts)
+        return True
+    if kinds != _STR_ONLY:
+        return False
+    texts = _texts(col, only, kinds, has_dict)
+    if texts is None:
+        return False
+    if ctype != "date":
+        return _all_match(_LINES_RE[ctype], texts)
+    # a date column repeats its texts (a day per row of events): check each distinct one once
+    good = known["date"]
+    new = set(texts) - good
+    if not _all_match(_LINES_RE["date"], list(new)):
+        return False
+    if len(good) < _MAX_KNOWN_TEXTS:
+        good |= new
+    return True
+
+
+def _texts(col: Sequence[Any], only: bool, kinds: set[type], has_dict: bool) -> Sequence[str] | None:
+    """The strings of a column (None: one of them is empty, which no cell text pattern matches)."""
+    if only:
+        return col
+    if kinds == _STR_ONLY and not has_dict:  # strings and nulls: filter drops the nulls (and empty strings)
+        texts = list(filter(None, col))
+        return texts if len(texts) + col.count(None) == len(col) else None
+    return [v for v in col if type(v) is str]
+
 
 _CELL_KINDS: Final = 'a string, a number, a bool, null or a cell error {"error": text}'
 _FIT_TEXT: Final[dict[str, str]] = {
@@ -375,24 +573,11 @@ def _int_problem(x: object) -> str | None:
 
 
 def _is_date(s: str) -> bool:
-    if not _DATE_RE.fullmatch(s):
-        return False
-    try:
-        _dt.date.fromisoformat(s)
-    except ValueError:
-        return False
-    return True
+    return _DATE_RE.fullmatch(s) is not None
 
 
 def _is_datetime(s: str) -> bool:
-    m = _DATETIME_RE.fullmatch(s)
-    if m is None:
-        return False
-    try:
-        _dt.date.fromisoformat(m.group(1))
-    except ValueError:
-        return False
-    return True
+    return _DATETIME_RE.fullmatch(s) is not None
 
 
 def nesting_depth(value: object, limit: int = MAX_NESTING + 1) -> int:
@@ -435,6 +620,8 @@ class _Checker:
         self.seen_paths: set[str] = set()  # paths the pre-pass reported: the main pass does not repeat them
         self.suspect_big_int = False  # a float that may be an integer literal past 64 bits (see module doc)
         self.good_temporal: dict[str, set[str]] = {t: set() for t in _TEMPORAL_TYPES}
+        self.block_field_sets = _FieldSets()
+        self.locator_field_sets = _FieldSets()
         self.line_max = min(original_size + 1, INT64_MAX)
         self.char_max = min(original_size, INT64_MAX)
 
@@ -845,17 +1032,163 @@ class _Checker:
         return _construct(Coverage, values, fields)
 
     def blocks(self, blocks: list[Any]) -> list[Block]:
-        """Each block: a fast test of the common, valid shape (plain types, no unknown fields); a block it does not
-        pass takes the careful path, which reports what is wrong (or finds nothing and builds it all the same)."""
+        """The blocks of orjson data are checked a chunk at a time, a field at a time (``_blocks_fast``); a chunk that
+        does not pass, and every block of dict input, goes block by block (``_blocks_each``)."""
         out: list[Block] = []
-        ids: set[str] = set()
+        ids: set[Any] = {_NO_PARENT}  # the block ids seen so far
+        if not self.trusted:
+            self._blocks_each(blocks, 0, ids, out)
+            return out
+        step = _BLOCK_CHUNK
+        for lo in range(0, len(blocks), step):
+            chunk = blocks[lo : lo + step]
+            if not self._blocks_fast(chunk, ids, out):
+                self._blocks_each(chunk, lo, ids, out)
+        return out
+
+    def _blocks_fast(self, chunk: list[Any], ids: set[Any], out: list[Block]) -> bool:
+        """Check a chunk of blocks (orjson data) a field at a time, each test one C-speed pass over the chunk (the
+        set of the values' types, a min or a max, a lookup of each parent); build its models the same way.
+        True: every block is valid, registered in ``ids`` and built into ``out``. False: nothing was changed, and
+        the chunk must go block by block (which reports what is wrong, or finds it valid after all)."""
+        n = len(chunk)
+        try:
+            if set(map(type, chunk)) != _DICT_ONLY:
+                return False
+            bids = list(map(_GET_ID, chunk))  # KeyError: a required field left out
+            new_ids = set(bids)
+            if (
+                set(map(type, bids)) != _STR_ONLY
+                or "" in bids
+                or len(new_ids) != n
+                or not ids.isdisjoint(new_ids)
+                or not set(map(_GET_TYPE, chunk)) <= BLOCK_TYPES
+                or set(map(type, map(_GET_TEXT, chunk))) != _STR_ONLY
+                or not _str_lists_ok(list(map(_GET_SECTION_PATH, chunk)), MAX_SECTION_ENTRIES, MAX_SECTION_CHARS)
+                or not _str_lists_ok(list(map(_GET_KEYS, chunk)), MAX_KEYS, MAX_KEY_CHARS)
+            ):
+                return False
+            locs = list(map(_GET_LOCATOR, chunk))
+            # the optional fields: which blocks sent each (all, none or some), and the values sent
+            parents = list(map(dict.get, chunk, repeat("parent"), repeat(_NO_PARENT)))  # _NO_PARENT is in ids
+            parent_kinds = set(map(type, parents))
+            depths = list(map(dict.get, chunk, repeat("depth"), repeat(_MISSING)))
+            depth_kinds = set(map(type, depths))
+            attrs = list(map(dict.get, chunk, repeat("attrs"), repeat(_MISSING)))
+            attrs_kinds = set(map(type, attrs))
+            if not (depth_kinds <= _INT_OR_MISSING and attrs_kinds <= _DICT_OR_MISSING):
+                return False
+            sent_depths = _present(depths, depth_kinds, _MISSING)
+            sent_attrs = _present(attrs, attrs_kinds, _MISSING)
+            n_parents = n - parents.count(_NO_PARENT) if type(_NO_PARENT) in parent_kinds else n
+            if (
+                sum(map(len, chunk)) != 6 * n + n_parents + len(sent_depths) + len(sent_attrs)  # no unknown field
+                or (sent_depths and (min(sent_depths) < 0 or max(sent_depths) > INT64_MAX))
+                or (sent_attrs and not _attrs_ok(sent_attrs))
+            ):
+                return False
+            locator_keys = self._locators_ok(locs)
+            if locator_keys is None:
+                return False
+            if n_parents:
+                # each parent the id of an earlier block: of this chunk (its index below the block's own; one from
+                # outside the chunk reads as -1) or of an earlier chunk
+                index = dict(zip(bids, range(n), strict=True))
+                if not all(map(lt, map(index.get, parents, repeat(-1)), range(n))) or not ids.issuperset(
+                    set(parents).difference(index)
+                ):
+                    return False
+        except (KeyError, TypeError):  # a required field left out, an unhashable value: the careful path says which
+            return False
+        ids |= new_ids
+        if not self.build:
+            return True
+        # the models, as _construct builds them: orjson's dicts become their __dict__, defaults filled in
+        sent = (n_parents, len(sent_depths), len(sent_attrs))
+        if all(k in (0, n) for k in sent):  # the chunk's blocks all sent the same fields
+            block_fields: Iterable[set[str]] = repeat(_BLOCK_FIELD_SETS[sum(1 << i for i, k in enumerate(sent) if k)])
+        else:
+            block_fields = list(
+                map(
+                    _BLOCK_FIELD_SETS_BY_SENT.__getitem__,
+                    zip(
+                        map(is_not, parents, repeat(_NO_PARENT)),
+                        map(is_not, depths, repeat(_MISSING)),
+                        map(is_not, attrs, repeat(_MISSING)),
+                        strict=True,
+                    ),
+                )
+            )
+        locator_fields: Iterable[set[str]] = (
+            repeat(self.locator_field_sets[locator_keys])
+            if locator_keys
+            else list(map(self.locator_field_sets.__getitem__, map(tuple, locs)))
+        )
+        if n_parents < n:
+            _consume(map(dict.setdefault, chunk, repeat("parent"), repeat(None)))
+        if len(sent_depths) < n:
+            _consume(map(dict.setdefault, chunk, repeat("depth"), repeat(None)))
+        if len(sent_attrs) < n:
+            _consume(map(dict.setdefault, chunk, repeat("attrs"), starmap(dict, repeat((), n))))
+        locators = _new_models(Locator, map(or_, repeat(_LOCATOR_DEFAULTS), locs), locator_fields, n)
+        _consume(map(dict.__setitem__, chunk, repeat("locator"), locators))
+        out += _new_models(Block, chunk, block_fields, n)
+        return True
+
+    def _locators_ok(self, locs: list[Any]) -> tuple[str, ...] | None:
+        """``locator_ok`` for a chunk's locators, a field at a time. None: not all pass. Else the keys every one
+        of them holds, sorted, when they all hold the same ones (``()`` when they differ or hold none)."""
+        if set(map(type, locs)) != _DICT_ONLY:
+            return None
+        present = set(chain.from_iterable(locs))
+        if not present <= _LOCATOR_FIELDS:
+            return None
+        for s_name, e_name, unused in _PAIRS:
+            if s_name not in present and e_name not in present:
+                continue
+            starts = list(map(dict.get, locs, repeat(s_name), repeat(_MISSING)))
+            ends = list(map(dict.get, locs, repeat(e_name), repeat(_MISSING)))
+            kinds = set(map(type, starts))
+            if kinds != _INT_ONLY or set(map(type, ends)) != _INT_ONLY:
+                # some locators hold the pair, some do not: each must hold both halves or neither
+                if (
+                    kinds != _INT_OR_MISSING
+                    or set(map(type, ends)) != _INT_OR_MISSING
+                    or list(map(is_, starts, repeat(_MISSING))) != list(map(is_, ends, repeat(_MISSING)))
+                ):
+                    return None
+                starts = [v for v in starts if v is not _MISSING]
+                ends = [v for v in ends if v is not _MISSING]
+            bound = self.line_max if s_name == "line_start" else self.char_max if s_name == "char_start" else INT64_MAX
+            first = min(starts)
+            if first < unused or max(ends) > bound or not all(map(le, starts, ends)):
+                return None
+            # both halves unused, or neither: with start <= end and no start below unused, an unused end has an
+            # unused start, so equal counts mean the same locators
+            if first == unused and starts.count(unused) != ends.count(unused):
+                return None
+        if "key_path" in present:
+            kinds = set(map(type, map(dict.get, locs, repeat("key_path"), repeat(_MISSING))))
+            if not _STR_ONLY <= kinds <= _STR_OR_MISSING:
+                return None
+        if "sheet" in present:
+            sheets = list(map(dict.get, locs, repeat("sheet"), repeat("")))
+            if set(map(type, sheets)) != _STR_ONLY or max(map(len, sheets)) > MAX_SHEET_NAME_CHARS:
+                return None
+        if sum(map(len, locs)) == len(present) * len(locs):  # each holds every key any holds
+            return tuple(sorted(present))
+        return ()
+
+    def _blocks_each(self, blocks: list[Any], lo: int, ids: set[Any], out: list[Block]) -> None:
+        """Block by block: a fast test of the common, valid shape (plain types, no unknown fields); a block it does
+        not pass takes the careful path, which reports what is wrong (or finds nothing and builds it all the same)."""
         locator_ok = self.locator_ok
         append = out.append
         trusted = self.trusted
         build = self.build
         new = _object_new
         setattr_ = _object_setattr
-        for i, b in enumerate(blocks):
+        for i, b in enumerate(blocks, lo):
             if type(b) is dict and b.keys() <= _BLOCK_FIELDS:
                 bid = b.get("id")
                 btype = b.get("type")
@@ -916,9 +1249,8 @@ class _Checker:
             block = self.block(b, i, ids)
             if block is not None:
                 append(block)
-        return out
 
-    def block(self, b: Any, i: int, ids: set[str]) -> Block | None:
+    def block(self, b: Any, i: int, ids: set[Any]) -> Block | None:
         """The careful path: check one block, report each violation, build it when there is none."""
         add = self.add
         if not self.is_dict(b):
@@ -1080,6 +1412,10 @@ class _Checker:
     def rows(self, rows: list[Any], columns: list[tuple[str, str | None]] | None, base: str) -> list[list[Any]]:
         """Check each row's width and each cell's value against its column; returns the rows, cell errors
         cleaned (copy on write: the input's lists are not changed)."""
+        if self.trusted and columns is not None:
+            fast = self._rows_fast(rows, columns, base)
+            if fast is not None:
+                return fast
         width = len(columns) if columns is not None else None
         whole: list[int] = []  # the rows that are lists of the right width
         if not rows or not (set(map(type, rows)) == _LIST_ONLY and set(map(len, rows)) == {width}):
@@ -1093,28 +1429,58 @@ class _Checker:
         else:
             whole = list(range(len(rows)))
         out = rows
-        if type(rows) is not list or any(type(row) is tuple for row in rows):  # dict input may hold tuples
-            out = [list(row) if type(row) is tuple else row for row in rows]
+        if not self.trusted and (type(rows) is not list or any(type(row) is tuple for row in rows)):
+            out = [list(row) if type(row) is tuple else row for row in rows]  # dict input may hold tuples
         if columns is None:  # no column types to fit: each cell need only be a cell value
             for r in whole:
                 for j, v in enumerate(rows[r]):
                     out = self._put(out, rows, (r, j), self.cell(v, None, f"{base}.rows[{r}][{j}]"), v)
             return out
-        all_whole = len(whole) == len(rows)
         for j, (_, ctype) in enumerate(columns):
-            # a column at a time: a fast test of the cells (orjson data), then a quicker second look at what it
-            # leaves (a text seen to fit before, a decimal's digits, null, a plain cell error), then the careful one
-            known = self.good_temporal.get(ctype) if self.trusted and ctype is not None else None
-            number = self.trusted and ctype == "number"
-            for r, v in self._suspects(rows, whole if not all_whole else None, j, ctype):
-                t = type(v)
-                if (
-                    v is None
-                    or (t is str and ((known is not None and v in known) or (number and _DECIMAL_RE.fullmatch(v))))
-                    or (t is dict and len(v) == 1 and type(v.get("error")) is str)
-                ):
-                    continue
-                out = self._put(out, rows, (r, j), self.cell(v, ctype, f"{base}.rows[{r}][{j}]"), v)
+            out = self._cells(rows, out, whole if len(whole) != len(rows) else None, j, ctype, base=base)
+        return out
+
+    def _rows_fast(self, rows: list[Any], columns: list[tuple[str, str | None]], base: str) -> list[Any] | None:
+        """The rows of orjson data, a chunk of rows at a time: each a list as wide as the columns, and each column
+        of the chunk tested as a whole (``_column_ok``). The (column, chunk) pairs that do not pass are then looked
+        at cell by cell, column by column (the careful path's order). None: a row is not a list of the right width,
+        and nothing was reported: ``rows`` goes the careful way."""
+        step = _ROW_CHUNK
+        n = len(rows)
+        width = {len(columns)}
+        known = self.good_temporal
+        pending: list[list[int]] = [[] for _ in columns]
+        for lo in range(0, n, step):
+            chunk = rows[lo : lo + step]
+            if set(map(type, chunk)) != _LIST_ONLY or set(map(len, chunk)) != width:
+                return None
+            for col, (_, ctype), later in zip(zip(*chunk, strict=True), columns, pending, strict=True):
+                if ctype is None or not _column_ok(col, ctype, known):
+                    later.append(lo)
+        out = rows
+        for j, ((_, ctype), later) in enumerate(zip(columns, pending, strict=True)):
+            for lo in later:
+                out = self._cells(rows, out, list(range(lo, min(lo + step, n))), j, ctype, base=base)
+        return out
+
+    def _cells(
+        self, rows: list[Any], out: list[Any], whole: list[int] | None, j: int, ctype: str | None, *, base: str
+    ) -> list[Any]:
+        """Check the cells of column ``j`` in the rows ``whole`` (None: every row); returns ``out`` with the cells
+        cleaned (copy on write)."""
+        # a fast test of the cells (orjson data), then a quicker second look at what it leaves (a text seen to fit
+        # before, a decimal's digits, null, a plain cell error), then the careful one
+        known = self.good_temporal.get(ctype) if self.trusted and ctype is not None else None
+        number = self.trusted and ctype == "number"
+        for r, v in self._suspects(rows, whole, j, ctype):
+            t = type(v)
+            if (
+                v is None
+                or (t is str and ((known is not None and v in known) or (number and _DECIMAL_RE.fullmatch(v))))
+                or (t is dict and len(v) == 1 and type(v.get("error")) is str)
+            ):
+                continue
+            out = self._put(out, rows, (r, j), self.cell(v, ctype, f"{base}.rows[{r}][{j}]"), v)
         return out
 
     def _suspects(self, rows: list[Any], whole: list[int] | None, j: int, ctype: str | None) -> list[tuple[int, Any]]:

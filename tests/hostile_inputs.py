@@ -9,16 +9,32 @@ The 2 GiB zip bomb is written without ever holding (or even compressing) 2 GiB: 
 ended with a full flush, which resets the compressor's history and aligns it to a byte, so compressing the same
 chunk again gives the same bytes, and the chunk's compressed form is simply repeated. Its CRC-32 is computed over the
 real inflated bytes, so the member is a valid one a careless reader would inflate in full.
+
+``start_service`` runs the reference extractor as its own process (``python -m extract_fn serve``) on a free
+loopback port, for the tests that talk to it over a real socket.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import random
+import socket
 import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 import zipfile
 import zlib
-from typing import Final
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import requests
 
 # ---------------------------------------------------------------------------------------------------------------
 # OOXML skeletons
@@ -153,8 +169,17 @@ def small_docx(text: str = "hello from a small docx") -> bytes:
     return zip_parts(docx_parts(docx_document_xml(docx_paragraph(text))))
 
 
+def inline_row(number: int, *values: str) -> str:
+    """A worksheet row of inline-string cells (A, B, ...)."""
+    cells = "".join(
+        f'<c r="{chr(ord("A") + i)}{number}" t="inlineStr"><is><t>{v}</t></is></c>' for i, v in enumerate(values)
+    )
+    return f'<row r="{number}">{cells}</row>'
+
+
 def small_xlsx(value: str = "hello") -> bytes:
-    return zip_parts(xlsx_parts(xlsx_sheet_xml(f'<row r="1"><c r="A1" t="inlineStr"><is><t>{value}</t></is></c></row>')))
+    """One sheet: a header row and one data row."""
+    return zip_parts(xlsx_parts(xlsx_sheet_xml(inline_row(1, "name") + inline_row(2, value))))
 
 
 def small_pptx(text: str = "hello from a small pptx") -> bytes:
@@ -221,21 +246,21 @@ def huge_line_markdown(size: int = 40_000_000) -> bytes:
 
 def huge_cell_csv(cell_size: int = 20_000_000) -> bytes:
     """A header and one row whose middle cell is one quoted field of ``cell_size`` bytes."""
-    return b"id,body,tail\n1,\"" + one_line(cell_size) + b'",end\n'
+    return b'id,body,tail\n1,"' + one_line(cell_size) + b'",end\n'
 
 
-def many_paragraphs_text(size: int = 30_000_000) -> bytes:
-    """``size`` bytes of short paragraphs (a word and a blank line): far more blocks than an artifact can hold."""
-    unit = b"w\n\n"
-    return unit * (size // len(unit))
+def paragraphs_text(count: int = 30_000, length: int = 1000) -> bytes:
+    """``count`` one-line paragraphs of ``length`` bytes, blank lines between: more blocks than an artifact holds."""
+    return (one_line(length) + b"\n\n") * count
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Slow inputs
 
 
-def many_statements_sql(size: int = 24_000_000) -> bytes:
-    """``size`` bytes of small SQL statements: seconds of parsing per megabyte for a pure-Python SQL parser."""
+def many_statements_sql(size: int = 16_000_000) -> bytes:
+    """``size`` bytes of small SQL statements: a few seconds of parsing per megabyte (sqlglot), about 200,000
+    statements for the default size."""
     statement = b"SELECT a, b + 1 AS c FROM t WHERE d = 'x' AND e IN (1, 2, 3) ORDER BY a;\n"
     return statement * (size // len(statement))
 
@@ -263,9 +288,17 @@ def billion_laughs_docx(levels: int = 10) -> bytes:
 def billion_laughs_xlsx(levels: int = 10) -> bytes:
     """The bomb in the shared strings part (where a reader looks up a cell's text), referenced by cell A1."""
     doctype = billion_laughs_doctype("sst", levels)
-    strings = f'{XML_DECL}{doctype}<sst xmlns="{_S_NS}" count="1" uniqueCount="1"><si><t>&lol{levels - 1};</t></si></sst>'
+    strings = (
+        f'{XML_DECL}{doctype}<sst xmlns="{_S_NS}" count="1" uniqueCount="1"><si><t>&lol{levels - 1};</t></si></sst>'
+    )
     sheet = xlsx_sheet_xml('<row r="1"><c r="A1" t="s"><v>0</v></c></row>')
     return zip_parts(xlsx_parts(sheet, strings))
+
+
+def billion_laughs_pptx(levels: int = 10) -> bytes:
+    doctype = billion_laughs_doctype("p:sld", levels)
+    slide = pptx_slide_xml(f"&lol{levels - 1};").replace("<p:sld ", doctype + "<p:sld ", 1)
+    return zip_parts(pptx_parts(slide))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -404,7 +437,9 @@ def _bomb_parts(kind: str, *, inflated: int) -> tuple[dict[str, str | bytes], st
     if kind == "docx":
         before, after = docx_document_xml(docx_paragraph("\x00")).split("\x00")
     elif kind == "xlsx":
-        before, after = xlsx_sheet_xml('<row r="1"><c r="A1" t="inlineStr"><is><t>\x00</t></is></c></row>').split("\x00")
+        before, after = xlsx_sheet_xml('<row r="1"><c r="A1" t="inlineStr"><is><t>\x00</t></is></c></row>').split(
+            "\x00"
+        )
     else:
         before, after = pptx_slide_xml("\x00").split("\x00")
     count = (inflated - len(before) - len(after)) // _CHUNK
@@ -423,3 +458,132 @@ def lying_zip_bomb(kind: str, inflated: int = BOMB_SIZE, declared: int = 64 * 10
     (a small, harmless-looking ratio): only a reader that stops at the declared size is safe."""
     parts, main, stream, crc, size = _bomb_parts(kind, inflated=inflated)
     return package_with_member(parts, main, stream, crc, size, declared_size=declared)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The service as its own process
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+CORPUS: Final = ROOT.parent / "shared" / "corpus"
+_SETTINGS_PREFIX: Final = "EXTRACTOR_"
+STARTUP_TIMEOUT_S: Final = 60.0
+_QUIET: Final = ("--log-level", "warning")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class LiveService:
+    """A running ``python -m extract_fn serve``: its base URL, token and process (whose output goes to ``log``)."""
+
+    base_url: str
+    token: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    _local: threading.local = field(default_factory=threading.local)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        # As the server sends them: the bearer token, and no compression of the answer.
+        return {"Authorization": f"Bearer {self.token}", "Accept-Encoding": "identity"}
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+        return session
+
+    def capabilities(self, timeout: float = 30) -> requests.Response:
+        return self._session().get(f"{self.base_url}/v1/capabilities", headers=self.headers, timeout=timeout)
+
+    def extract(
+        self, fmt: str, data: Any, *, name: str = "", timeout: float = 180, **options: str
+    ) -> requests.Response:
+        """POST /v1/extract with ``data`` (bytes, or an iterator of chunks: sent chunked) as the body."""
+        params = {"format": fmt, "name": name, **options}
+        headers = {**self.headers, "Content-Type": "application/octet-stream"}
+        return self._session().post(
+            f"{self.base_url}/v1/extract", params=params, data=data, headers=headers, timeout=timeout
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, chars: int = 6000) -> str:
+        try:
+            text = self.log.read_text("utf-8", "replace")
+        except OSError:
+            return "(no log)"
+        return text[-chars:]
+
+
+@contextlib.contextmanager
+def start_service(settings: Mapping[str, str], *, token: str = "tok-live-7Qm2xR") -> Iterator[LiveService]:
+    """Run the service with ``settings`` (EXTRACTOR_* variables; EXTRACTOR_TOKENS is ``token``) until the block ends.
+
+    It is stopped with SIGTERM (uvicorn's graceful shutdown), then SIGKILL if it lingers; its workers die with it.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTINGS_PREFIX)}
+    env.update(settings)
+    env["EXTRACTOR_TOKENS"] = token
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"  # a worker that crashes in C leaves its Python stack in the log
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    fd, log_name = tempfile.mkstemp(prefix="extract-fn-live-", suffix=".log")
+    log = Path(log_name)
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        for _attempt in range(3):  # another process may take the free port between our probe and uvicorn's bind
+            port = _free_port()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "extract_fn", "serve", "--host", "127.0.0.1", "--port", str(port), *_QUIET],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=fd,
+                stderr=fd,
+            )
+            service = LiveService(f"http://127.0.0.1:{port}", token, proc, log)
+            if _wait_ready(service):
+                break
+            _stop(proc)
+            if "address already in use" not in service.log_tail().lower():
+                raise RuntimeError(f"the extractor service did not start:\n{service.log_tail()}")
+        else:
+            raise RuntimeError(f"the extractor service found no free port:\n{service.log_tail()}")
+        yield service
+    finally:
+        if proc is not None:
+            _stop(proc)
+        os.close(fd)
+        log.unlink(missing_ok=True)
+
+
+def _wait_ready(service: LiveService) -> bool:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not service.alive():
+            return False
+        try:
+            if service.capabilities(timeout=5).status_code == 200:
+                return True
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)

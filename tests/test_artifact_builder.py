@@ -8,7 +8,7 @@ TypeError while building, or building an artifact that serializes and validates.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from shared.contract import (
     MAX_KEYS,
     MAX_SECTION_CHARS,
     MAX_SECTION_ENTRIES,
+    MAX_SHEET_NAME_CHARS,
 )
 
 SIZE = 10**6  # the original's size the artifacts here are checked against
@@ -397,6 +398,257 @@ def test_everything_adversarial_at_once() -> None:
     assert art.coverage.complete is False
     assert set(art.coverage.lost) == {LOST_SECTION_PATH, LOST_EXACT_KEYS}
     assert art.blocks[1].keys[-1] == f"k{MAX_KEYS - 1}"
+
+
+# -- row blocks in bulk ------------------------------------------------------------------------------------------
+
+_LOCATOR_ORDER = ("line_start", "line_end", "page_start", "page_end", "sheet", "row_start", "row_end")
+
+
+def _per_row(
+    b: ArtifactBuilder,
+    table_id: str,
+    texts: list[str | None],
+    *,
+    rows: Sequence[int],
+    first_index: int | None = None,
+    lines: Sequence[tuple[int, int]] | None = None,
+    page: int | None = None,
+    sheet: str | None = None,
+    section_path: Sequence[str] = (),
+    parent: str | None = None,
+    attrs: dict[str, Any] | None = None,
+) -> None:
+    """What add_row_blocks promises to be: add_block per row with text, locators by make_locator."""
+    for i, text in enumerate(texts):
+        if not text:
+            continue
+        loc = make_locator(
+            line_start=lines[i][0] if lines else None,
+            line_end=lines[i][1] if lines else None,
+            page_start=page,
+            sheet=sheet,
+            row_start=rows[i],
+        )
+        b.add_block(
+            "paragraph",
+            text,
+            locator={k: loc[k] for k in _LOCATOR_ORDER if k in loc},  # the same pairs, in the tabular key order
+            section_path=section_path,
+            parent=parent,
+            attrs={"table_id": table_id, **(attrs or {})},
+            id=None if first_index is None else f"r{table_id}.{first_index + i}",
+        )
+
+
+ROW_TEXTS: list[str | None] = ["a: 1 | b: x", "", "a: 3 | b: naïve 東京", None, "a: 5 | b: \ud800 and \ud83d\ude00"]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        pytest.param({"rows": range(2, 7), "first_index": 0}, id="csv-like rows"),
+        pytest.param({"rows": range(2, 7), "first_index": 0, "lines": [(2, 2), (3, 4), (5, 5), (6, 6), (7, 9)]},
+                     id="with source lines"),
+        pytest.param({"rows": [4, 5, 6, 7, 8], "first_index": 512, "sheet": "Sheet1", "section_path": ["Sheet1"]},
+                     id="xlsx-like sheet, list of rows"),
+        pytest.param({"rows": range(1, 6), "first_index": 0}, id="parquet-like"),
+        pytest.param({"rows": range(2, 7), "page": 3, "section_path": ["Intro", "Tables"], "parent": "b0",
+                      "attrs": {"orientation": 90}}, id="pdf-like: b<n> ids, parent, page, attrs"),
+    ],
+)  # fmt: skip
+def test_row_blocks_are_add_block_per_row(kw: dict[str, Any]) -> None:
+    bulk, ref = builder("csv", unit="rows"), builder("csv", unit="rows")
+    for b in (bulk, ref):
+        b.add_block("heading", "Intro", depth=1)
+        b.add_table("t", [("a", "number"), ("b", "string")], [], id="t0")
+    assert bulk.add_row_blocks("t0", ROW_TEXTS, **kw) == len(ROW_TEXTS)
+    _per_row(ref, "t0", ROW_TEXTS, **kw)
+    for b in (bulk, ref):
+        b.add_block("paragraph", "after the table")
+        b.coverage(total=5, extracted=5)
+    assert serialize(bulk.build()) == serialize(ref.build())  # byte for byte: fields, key order, ids, cleaning
+    assert bulk.text_chars == ref.text_chars
+    art = check(bulk)
+    assert [x.text for x in art.blocks[1:4]] == ["a: 1 | b: x", "a: 3 | b: naïve 東京", f"a: 5 | b: {FFFD} and 😀"]
+
+
+def test_row_block_locators_equal_make_locator_s() -> None:
+    b = builder("xlsx", unit="rows")
+    b.add_row_blocks("t0", ["x"], rows=[7], lines=[(3, 4)], page=2, sheet="S")
+    b.add_table("S", [("x", "string")], [["x"]])
+    assert b.blocks[0]["locator"] == make_locator(line_start=3, line_end=4, page_start=2, sheet="S", row_start=7)
+    assert list(b.blocks[0]["locator"]) == list(_LOCATOR_ORDER)
+
+
+def test_row_block_ids_stay_unique_among_add_block_calls() -> None:
+    b = builder("csv", unit="rows")
+    b.add_table("t", [("x", "string")], [], id="t0")
+    b.add_block("paragraph", "before")  # b0
+    b.add_row_blocks("t0", ["r1", "r2"], rows=range(2, 4))  # b1, b2: add_block's numbering goes on
+    b.add_block("paragraph", "between")  # b3
+    b.add_row_blocks("t0", ["r3", "", "r5"], rows=range(4, 7), first_index=2)  # rt0.2, rt0.4
+    b.add_block("paragraph", "after", parent="rt0.4")  # b6: a row block is a block like any other
+    assert [x["id"] for x in b.blocks] == ["b0", "b1", "b2", "b3", "rt0.2", "rt0.4", "b6"]
+    with pytest.raises(ValueError):  # the same row twice
+        b.add_row_blocks("t0", ["again"], rows=[6], first_index=4)
+    with pytest.raises(ValueError):  # an id a row block holds
+        b.add_block("paragraph", "x", id="rt0.2")
+    b.add_block("paragraph", "x", id="b8")  # an explicit id ahead of the numbering ...
+    with pytest.raises(ValueError):  # ... refuses a call whose b<n> numbering would reach it
+        b.add_row_blocks("t0", ["x", "y"], rows=range(2, 4))
+    b.add_block("paragraph", "x", id="rt0.9")
+    with pytest.raises(ValueError):  # an explicit id in the range a call would number
+        b.add_row_blocks("t0", [f"row {i}" for i in range(20)], rows=range(2, 22), first_index=0)
+    assert len(b.blocks) == 9
+    b.coverage(total=1, extracted=1)
+    art = check(b)
+    assert len({x.id for x in art.blocks}) == len(art.blocks)
+
+
+def test_row_blocks_truncate_and_mark_the_section_path_and_sheet() -> None:
+    b = builder("xlsx", unit="rows")
+    path = ["s" * 600, *[f"s{i}" for i in range(70)]]
+    b.add_row_blocks("t0", ["x", "y"], rows=range(2, 4), section_path=path, sheet="\ud800" + "n" * 700)
+    b.add_row_blocks("t0", ["z"], rows=[4], first_index=2, section_path=path)
+    b.add_table("t", [("x", "string")], [["x"], ["y"], ["z"]], id="t0")
+    b.coverage(total=3, extracted=3)
+    art = check(b)
+    for block in art.blocks:
+        assert block.section_path == ["s" * MAX_SECTION_CHARS, *[f"s{i}" for i in range(MAX_SECTION_ENTRIES - 1)]]
+        assert block.attrs == {"table_id": "t0", "section_truncated": True}
+    assert art.blocks[0].locator.sheet == FFFD + "n" * (MAX_SHEET_NAME_CHARS - 1)
+    assert art.coverage.lost == [LOST_SECTION_PATH]
+    assert art.coverage.complete is False
+    # a path at the bounds is no truncation; a call that adds no block marks nothing
+    b2 = builder("xlsx", unit="rows")
+    b2.add_row_blocks("t0", ["x"], rows=[2], section_path=["x" * MAX_SECTION_CHARS] * MAX_SECTION_ENTRIES)
+    b2.add_row_blocks("t0", ["", None], rows=[3, 4], first_index=0, section_path=path)
+    b2.add_table("t", [("x", "string")], [], id="t0")
+    assert "section_truncated" not in b2.blocks[0]["attrs"]
+    assert b2.build()["coverage"]["lost"] == []
+
+
+def test_row_blocks_clean_lone_surrogates() -> None:
+    b = builder("csv", unit="rows")
+    texts = ["ascii", "a\ud800b\udfffc", "pair \ud83d\ude00 held as two", "naïve 😀"]
+    b.add_row_blocks("t0", texts, rows=range(2, 6), first_index=0)
+    b.add_table("t", [("x", "string")], [], id="t0")
+    art = check(b)
+    assert [x.text for x in art.blocks] == ["ascii", f"a{FFFD}b{FFFD}c", "pair 😀 held as two", "naïve 😀"]
+    assert b.blocks[0]["text"] is texts[0]  # ASCII text is not copied
+    # a table id made of text: the row blocks' ids and attrs hold it cleaned
+    b2 = builder("csv", unit="rows")
+    b2.add_row_blocks("t\ud800", ["x"], rows=[2], first_index=0)
+    assert b2.blocks[0]["id"] == f"rt{FFFD}.0"
+    assert b2.blocks[0]["attrs"] == {"table_id": f"t{FFFD}"}
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        pytest.param({"rows": [2, -1]}, id="negative row"),
+        pytest.param({"rows": range(-1, 1)}, id="range from -1"),
+        pytest.param({"rows": [2, INT64_MAX + 1]}, id="row past int64"),
+        pytest.param({"rows": [2, True]}, id="bool row"),
+        pytest.param({"rows": [2, 3.0]}, id="float row"),
+        pytest.param({"rows": [2]}, id="fewer rows than texts"),
+        pytest.param({"rows": [2, 3], "lines": [(1, 1)]}, id="fewer line ranges"),
+        pytest.param({"rows": [2, 3], "lines": [(1, 1), (0, 1)]}, id="line 0..1"),
+        pytest.param({"rows": [2, 3], "lines": [(1, 1), (3, 2)]}, id="lines backwards"),
+        pytest.param({"rows": [2, 3], "lines": [(1, 1), (-1, -1)]}, id="negative lines"),
+        pytest.param({"rows": [2, 3], "lines": [(1, 1), (1, True)]}, id="bool line"),
+        pytest.param({"rows": [2, 3], "lines": [(1, 1), (1, 2, 3)]}, id="line triple"),
+        pytest.param({"rows": [2, 3], "page": -1}, id="negative page"),
+        pytest.param({"rows": [2, 3], "page": True}, id="bool page"),
+        pytest.param({"rows": [2, 3], "first_index": 1.0}, id="float first_index"),
+        pytest.param({"rows": [2, 3], "parent": "nowhere"}, id="unknown parent"),
+        pytest.param({"rows": [2, 3], "attrs": {"table_id": "t9"}}, id="table_id in attrs"),
+        pytest.param({"rows": [2, 3], "attrs": nest(17)}, id="attrs 17 deep"),
+        pytest.param({"rows": [2, 3], "texts": ["x", 5]}, id="a text not a str"),
+        pytest.param({"rows": [2, 3], "table_id": ""}, id="empty table id"),
+    ],
+)
+def test_add_row_blocks_refuses(kw: dict[str, Any]) -> None:
+    b = builder("csv", unit="rows")
+    b.add_table("t", [("x", "string")], [], id="t0")
+    args = {"table_id": "t0", "texts": ["x", "y"], **kw}
+    with pytest.raises((ValueError, TypeError)):
+        b.add_row_blocks(args.pop("table_id"), args.pop("texts"), **args)
+    assert b.blocks == []  # nothing appended, nothing marked
+    b.coverage(total=0, extracted=0)
+    assert check(b).coverage.complete is True
+
+
+def test_row_blocks_accept_zero_rows_and_lines_as_make_locator_does() -> None:
+    b = builder("csv", unit="rows")
+    b.add_row_blocks("t0", ["x", "y"], rows=[0, INT64_MAX], lines=[(0, 0), (1, 1)])
+    b.add_table("t", [("x", "string")], [], id="t0")
+    check(b)
+
+
+def test_row_blocks_name_a_table_added_before_or_after() -> None:
+    b = builder("csv", unit="rows")
+    b.add_row_blocks("t0", ["x"], rows=[2], first_index=0)  # its table comes once it is cut to what fits
+    with pytest.raises(ValueError):
+        b.build()
+    b.add_table("t", [("x", "string")], [["x"]], id="t0")
+    b.add_row_blocks("t0", ["y"], rows=[3], first_index=1)
+    b.add_row_blocks("t1", ["", ""], rows=[2, 3])  # no block: names nothing
+    b.coverage(total=2, extracted=2)
+    check(b)
+
+
+def test_row_blocks_fit_takes_what_the_budget_admits() -> None:
+    b = builder("csv", unit="rows")
+    seen: list[list[dict[str, Any] | None]] = []
+
+    def fit(blocks: list[dict[str, Any] | None]) -> int:
+        seen.append(blocks)
+        assert b.blocks == []  # offered before anything is appended
+        return 3
+
+    taken = b.add_row_blocks("t0", ["a", "", "c", "d"], rows=range(2, 6), first_index=0, fit=fit)
+    assert taken == 3
+    assert [x is None for x in seen[0]] == [False, True, False, False]
+    assert [x["id"] for x in b.blocks] == ["rt0.0", "rt0.2"]  # rows 0..2 taken, row 1 made no block
+    assert b.text_chars == 2 + 2 * 64
+    assert b.add_row_blocks("t0", ["e"], rows=[6], first_index=4, fit=lambda _: 0) == 0
+    b.add_row_blocks("t0", ["d"], rows=[5], first_index=3)  # row 3 was not taken: its id is free
+    for bad in (-1, 2, True, None):
+        with pytest.raises(ValueError):
+            b.add_row_blocks("t0", ["x"], rows=[9], first_index=9, fit=lambda _, v=bad: v)  # type: ignore[misc]
+    with pytest.raises(RuntimeError):
+        b.add_row_blocks("t0", ["x"], rows=[9], first_index=9, fit=lambda _: b.add_block("paragraph", "y") and 1)
+    b.add_table("t", [("x", "string")], [], id="t0")
+    check(b)
+
+
+def test_many_row_blocks_mixed_with_blocks_stay_valid() -> None:
+    import random
+
+    rng = random.Random(7)
+    alphabet = ["a", "é", "東", "😀", "\ud800", "\udfff", " | ", ""]
+    b = builder("pdf", unit="pages")
+    heading = b.add_block("heading", "H", depth=1)
+    for t in range(30):
+        tid = b.add_table(f"t{t}", [("x", "string")], [])
+        n = rng.randrange(0, 40)
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 6))) for _ in range(n)]
+        b.add_row_blocks(
+            tid,
+            texts,
+            rows=range(2, n + 2),
+            first_index=0 if t % 2 else None,
+            page=rng.choice([None, 1, 2]),
+            lines=[(i + 1, i + 1 + rng.randrange(3)) for i in range(n)] if t % 3 == 0 else None,
+            section_path=["x" * rng.choice([1, 600])],
+            parent=heading if t % 4 == 0 else None,
+        )
+        b.add_block("paragraph", f"after {t}")
+    b.coverage(total=1, extracted=1)
+    art = check(b)
+    assert len({x.id for x in art.blocks}) == len(art.blocks) > 100
 
 
 # -- builder bugs (see the module docstring) ---------------------------------------------------------------------

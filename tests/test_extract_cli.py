@@ -270,3 +270,21 @@ def test_a_file_name_that_is_not_utf8(capsysbinary: pytest.CaptureFixture[bytes]
     assert "not UTF-8" in orjson.loads(out)["error"]["message"]
     code, out, _ = _main(capsysbinary, "extract", str(path), "--format", "csv", "--encoding", os.fsdecode(b"\xff"))
     assert (code, _error_code(out)) == (2, "invalid_option")
+
+
+def test_cli_stdout_is_only_the_answer_even_when_a_library_prints(tmp_path: Path) -> None:
+    """The extraction runs in a forked child whose stdout is redirected: the CLI's stdout is one JSON document."""
+    script = (
+        "import sys, runpy; import builtins;"
+        "import extract_fn.formats.text_format as t;"
+        "orig = t.extract;"
+        "t.extract = lambda d, r: (print('noise from a library'), orig(d, r))[1];"
+        "sys.argv = ['extract_fn', 'extract', sys.argv[1], '--format', 'text'];"
+        "runpy.run_module('extract_fn', run_name='__main__')"
+    )
+    f = tmp_path / "a.txt"
+    f.write_text("hello\n")
+    out = subprocess.run([sys.executable, "-c", script, str(f)], capture_output=True, cwd=ROOT, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert orjson.loads(out.stdout)["blocks"][0]["text"] == "hello"
+    assert b"noise from a library" in out.stderr

@@ -112,6 +112,17 @@ def test_a_nul_in_a_field_is_kept_with_a_warning() -> None:
     assert any("NUL" in w for w in art["warnings"])
 
 
+def test_lone_surrogates_a_codec_makes_are_cleaned() -> None:
+    """UTF-7 spells lone surrogates ("+2AA-" is U+D800): cells and row blocks carry U+FFFD, within a budget too."""
+    art = run(b"a,b\n+2AA-x,1\n", encoding="utf-7")
+    assert table(art)["rows"] == [["\ufffdx", 1]]
+    assert art["blocks"][0]["text"] == "a: \ufffdx | b: 1"
+    data = b"a,b\n" + b"".join(b"+2AA-%d,%d\n" % (i, i) for i in range(5_000))
+    art = run(data, encoding="utf-7", max_bytes=100_000)  # the chunk crossing the budget is measured row by row
+    assert 0 < art["coverage"]["extracted"] < 5_000
+    assert art["blocks"][-1]["text"].startswith("a: \ufffd")
+
+
 def test_utf16_without_bom_is_the_encoding_error() -> None:
     err = error_of("a,b\n1,2\n3,4\n".encode("utf-16-le"))
     assert err.code == ErrorCode.ENCODING
@@ -219,6 +230,10 @@ def test_budget_cuts_rows_with_coverage_and_warning() -> None:
     assert cov["complete"] is False
     assert len(table(art)["rows"]) == cov["extracted"] == len(art["blocks"])
     assert any(f"{cov['extracted']} of 20000 rows" in w for w in art["warnings"])
+    # The rows left out are a failed unit by row number (the header is row 1, the first record row 2).
+    [failed] = cov["failed"]
+    assert failed["unit"] == f"table 't.csv' rows {cov['extracted'] + 2}-20001"
+    assert "output limit" in failed["reason"]
 
 
 def test_a_budget_below_the_header_is_resource_limit() -> None:

@@ -223,6 +223,8 @@ def test_streams_row_groups_and_cuts_at_the_budget() -> None:
     assert len(art["tables"][0]["rows"]) == len(art["blocks"]) == cov["extracted"]
     assert art["tables"][0]["rows"][-1] == [cov["extracted"] - 1, f"row {cov['extracted'] - 1}"]
     assert any(f"{cov['extracted']} of {n} rows" in w for w in art["warnings"])
+    [failed] = cov["failed"]
+    assert failed["unit"].endswith(f"rows {cov['extracted'] + 1}-{n}")  # parquet rows count from 1
 
 
 def test_decompression_bomb_is_refused_before_decoding(monkeypatch: pytest.MonkeyPatch) -> None:

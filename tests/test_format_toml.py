@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import datetime as dt
 import json
+import math
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ import pytest
 from extract_fn.formats import toml_format
 from extract_fn.formats.base import ExtractRequest
 from shared.artifact import validate_artifact
+from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
 
@@ -435,3 +439,289 @@ def test_real_config_files(corpus: Path) -> None:
             assert line.strip().startswith("[")
         else:
             assert "=" in line
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The fast paths: toml-rs for the values, one regular expression for the common lines, blocks built directly.
+# Each must give exactly what the general path gives.
+
+
+def _ok_files(corpus: Path) -> list[bytes]:
+    return [(corpus / r[0]).read_bytes() for r in _manifest(corpus) if r[4] == "ok"]
+
+
+def _artifacts(sources: list[bytes], **request: Any) -> list[bytes]:
+    out = []
+    for data in sources:
+        a = toml_format.extract(data, ExtractRequest(format="toml", **request))
+        a["parser_version"] = ""
+        out.append(orjson.dumps(a))
+    return out
+
+
+_SHAPES = """# a comment [not.a.table] = 1
+a = "x # not a comment"   # trailing\t
+b = 'lit]'
+c = ["a]", 'b#', 1, 2.5, true, 1979-05-27T07:32:00Z, 07:32:00, 1979-05-27]
+d = 1979-05-27 07:32:00.5-07:00 # a date-time with a space
+d2 = 1979-05-27T07:32:00+05:30
+e = -inf
+f = 0xff
+g=1979-05-27
+h =\t07:32:00.999999999
+i = [ ]
+big = 9223372036854775807
+[t.u]  # a header's comment
+x = 1
+"quoted" = 2
+dotted.key = 3
+ml = \"\"\"
+multi [x] = 1\"\"\"
+arr = [
+  1, # [
+  2,
+]
+inl = { a = 1, b = { c = [1, {d = 2}] } }
+[[aot]]
+k = "v"
+[aot.sub]
+k2 = 2
+[[aot]]
+k = "w"
+[aot.sub]
+k2 = 3
+[ spaced . 'header' ]
+z = nan
+"""
+_FAST_LINES = (
+    'a = "x # not a comment"   # trailing\t',
+    "b = 'lit]'",
+    "c = [\"a]\", 'b#', 1, 2.5, true, 1979-05-27T07:32:00Z, 07:32:00, 1979-05-27]",
+    "d = 1979-05-27 07:32:00.5-07:00 # a date-time with a space",
+    "g=1979-05-27",
+    "i = [ ]",
+    "[t.u]  # a header's comment",
+    "[aot.sub]",
+)
+_GENERAL_LINES = ('"quoted" = 2', "dotted.key = 3", "arr = [", "inl = { a = 1, b = { c = [1, {d = 2}] } }", "[[aot]]")
+
+
+def test_the_line_regex_takes_the_common_lines() -> None:
+    for line in _FAST_LINES:
+        assert toml_format._LINE_RE.fullmatch(line) is not None, line
+    for line in _GENERAL_LINES:
+        assert toml_format._LINE_RE.match(line) is None, line
+
+
+class _CountingRegex:
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.hits = 0
+
+    def match(self, text: str, pos: int) -> re.Match[str] | None:
+        m = self.pattern.match(text, pos)
+        self.hits += m is not None
+        return m
+
+
+def test_fast_lines_give_what_the_general_scanner_gives(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shapes = _SHAPES.encode()
+    sources = [*_ok_files(corpus), shapes, shapes.replace(b"\n", b"\r\n"), shapes.replace(b"\n", b"  \n")]
+    big = "".join(
+        f'[s{i}]\nname = "{"x" * 50}"  # c\nn = {i}\nt = [1, "a"]\n[s{i}.in]\nk = {i}.5\n' for i in range(300)
+    )
+    counting = _CountingRegex(toml_format._LINE_RE)
+    monkeypatch.setattr(toml_format, "_LINE_RE", counting)
+    fast = _artifacts(sources)
+    assert counting.hits > 500  # many items of the corpus took the fast path
+    counting.hits = 0
+    fast_cut = [_artifacts([big.encode()], max_output_bytes=limit) for limit in (70_000, 90_000, 120_000)]
+    assert counting.hits > 3 * 600  # all of big's lines until each cut
+    monkeypatch.setattr(toml_format, "_LINE_RE", re.compile(r"(?!)"))  # every item through TomlScanner.item
+    assert fast == _artifacts(sources)
+    assert fast_cut == [_artifacts([big.encode()], max_output_bytes=limit) for limit in (70_000, 90_000, 120_000)]
+    a = run(shapes)
+    by_path = {b["locator"]["key_path"]: b for b in a["blocks"]}
+    assert by_path["d"]["text"] == "d = 1979-05-27 07:32:00.5-07:00 # a date-time with a space"
+    assert by_path["d"]["attrs"] == {"value": "1979-05-27T07:32:00.500000-07:00", "value_type": "datetime"}
+    assert by_path["d2"]["attrs"]["value"] == "1979-05-27T07:32:00+05:30"
+    assert by_path["c"]["attrs"]["value"] == [
+        "a]",
+        "b#",
+        1,
+        2.5,
+        True,
+        "1979-05-27T07:32:00Z",
+        "07:32:00",
+        "1979-05-27",
+    ]
+    assert by_path["a"]["text"] == 'a = "x # not a comment"   # trailing'
+    assert by_path["aot[1].sub.k2"]["keys"] == ["aot[1].sub.k2", "aot.sub.k2"]
+    assert by_path["aot[1].sub"]["parent"] == by_path["aot[1]"]["id"]
+
+
+def test_toml_rs_reads_what_tomllib_reads(corpus: Path) -> None:
+    import toml_rs  # pinned in requirements.txt: its absence is a failure, not a skip
+
+    checked = 0
+    for path, *_ in _manifest(corpus):
+        data = (corpus / path).read_bytes()
+        try:
+            text, _bom = toml_format.decode_toml(data, None)
+        except ExtractionError:
+            continue
+        if not toml_format._rs_safe(text):
+            continue
+        try:
+            want: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            want = None
+        try:
+            got: Any = toml_rs.loads(text, toml_version="1.0.0")
+        except Exception:  # any refusal
+            got = None
+        assert (want is None) == (got is None), path
+        if want is not None:
+            assert _strictly_equal(want, got), path
+        checked += 1
+    assert checked >= 170
+
+
+def _strictly_equal(a: Any, b: Any) -> bool:
+    """Same types, same key order, the same float bits (any NaN alike), the same UTC offsets."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_strictly_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_strictly_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, dt.datetime | dt.time):
+        return a.replace(tzinfo=None) == b.replace(tzinfo=None) and a.utcoffset() == b.utcoffset()
+    return bool(a == b)
+
+
+def test_the_artifacts_are_the_same_with_or_without_toml_rs(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import toml_rs  # noqa: F401 - pinned in requirements.txt: its absence is a failure, not a skip
+
+    sources = [*_ok_files(corpus), _SHAPES.encode()]
+    errors = [(corpus / r[0]).read_bytes() for r in _manifest(corpus) if r[4] != "ok"]
+
+    def outcomes(items: list[bytes]) -> list[tuple[str, str]]:
+        out = []
+        for data in items:
+            with pytest.raises(ExtractionError) as e:
+                toml_format.extract(data, ExtractRequest(format="toml"))
+            out.append((e.value.code, e.value.message))
+        return out
+
+    with_rs, with_rs_errors = _artifacts(sources), outcomes(errors)
+    monkeypatch.setattr(toml_format, "toml_rs", None)
+    assert _artifacts(sources) == with_rs
+    assert outcomes(errors) == with_rs_errors
+    assert toml_format.extract(b"a = 1\n", ExtractRequest(format="toml"))["parser_version"].startswith("1+tomllib-py3.")
+
+
+class _RecordingParser:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def loads(self, text: str, *, toml_version: str) -> dict[str, Any]:
+        assert toml_version == "1.0.0"
+        self.texts.append(text)
+        return tomllib.loads(text)
+
+
+def test_deep_or_doubtful_text_never_reaches_toml_rs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # toml-rs recurses without a limit of its own and dies of a stack overflow a few thousand levels down
+    rec = _RecordingParser()
+    monkeypatch.setattr(toml_format, "toml_rs", rec)
+    deep = [
+        "a = " + "[" * 40 + "]" * 40 + "\n",
+        "a = " + "{b=" * 40 + "1" + "}" * 40 + "\n",
+        "a = [\n" + "# ]\n" * 50 + "[" * 40 + "]" * 40 + "]\n",  # brackets in comments close nothing
+        "a = [" + '"]", ' * 50 + "[" * 40 + "]" * 40 + "]\n",  # nor in strings
+        "a = [1, [2]\nb = " + "[" * 40,  # unbalanced: tomllib says what is wrong
+        "a = '''x''''''" + "[" * 40,  # a stray quote: where the lexer goes on is not guessed
+        "a = 1 # x\r" + "[" * 40,  # a comment a lone CR ends for toml-rs's lexer
+        "\ufeff\ufeffa = 1\n",  # a second BOM (the first is dropped)
+    ]
+    for src in deep:
+        with contextlib.suppress(ExtractionError):
+            toml_format.extract(src.encode(), ExtractRequest(format="toml"))
+    assert rec.texts == []
+    shallow = "a = " + "[" * 20 + "]" * 20 + '\nb = ["]]]]", "[[[[", { c = "}}}" }]  # ]]]]\n'
+    assert run(shallow)["blocks"][1]["attrs"]["value"] == ["]]]]", "[[[[", {"c": "}}}"}]
+    assert rec.texts == [shallow]
+
+
+def test_nesting_bound() -> None:
+    bound = toml_format.nesting_bound
+    assert bound("a = 1\n") == 1
+    assert bound("[a]\nb = [1, 2]\nc = {d = [3]}\n[[e]]\n") == 2
+    assert bound("c = {d = [3, [4]]}\n") == 3
+    assert bound("a = " + "[" * 50 + "]" * 50) == 50
+    assert bound("a = [[[\n]]]\nb = [1]") == 3
+    assert bound('a = "[[[[[["\nb = \'{{{{\'\nc = """[[[\n[[[""" # [[[[\n') == 1
+    assert bound('a = "\\"[[[["\n') == 1  # an escaped quote does not end the string
+    assert bound("a = '''x''''") == 1  # a multi-line literal string may end with one or two quotes more
+    assert bound("a = '''x''''''") is None  # but a sixth is a stray quote
+    assert bound('a = "x\nb = 1') is None  # an unclosed string
+    assert bound("a = [}") is None  # unmatched brackets
+    assert bound("a = ]") is None
+
+
+def test_blocks_are_what_the_artifact_builder_makes(corpus: Path) -> None:
+    """Every block the module built itself, added again through ArtifactBuilder.add_block, comes out the same."""
+    sources = [*_ok_files(corpus), _SHAPES.encode()]
+    for data in sources:
+        a = toml_format.extract(data, ExtractRequest(format="toml"))
+        again = ArtifactBuilder("toml", parser="p", parser_version="v", unit="keys")
+        for b in a["blocks"]:
+            assert "section_truncated" not in b.get("attrs", {})
+            assert "keys_truncated" not in b.get("attrs", {})
+            again.add_block(
+                b["type"],
+                b["text"],
+                locator=make_locator(**b["locator"]),
+                section_path=b["section_path"],
+                keys=b["keys"],
+                parent=b.get("parent"),
+                attrs=b.get("attrs"),
+            )
+        assert orjson.dumps(again.blocks) == orjson.dumps(a["blocks"])
+
+
+def test_make_block_cuts_and_marks_as_the_builder_does() -> None:
+    cases: list[dict[str, Any]] = [
+        {"section_path": ["s"] * 70, "keys": ["k"], "attrs": {"value": 1, "value_type": "integer"}},
+        {"section_path": ["x" * 600, "y"], "keys": ["k", "k"], "attrs": None},
+        {"section_path": [], "keys": ["k" * 1025, "short", "short", "k" * 1024], "attrs": {"a": [1, {"b": "c"}]}},
+        {"section_path": ["s"], "keys": [f"k{i}" for i in range(10_005)], "attrs": {"array_of_tables": True}},
+        {"section_path": ["é" * 10], "keys": ["ʎǝʞ"], "attrs": {}},
+    ]
+    for parent in (None, "b0"):
+        for case in cases:
+            builder = ArtifactBuilder("toml", parser="p", parser_version="v", unit="keys")
+            builder.add_block("toml_table", "[t]")
+            mine = ArtifactBuilder("toml", parser="p", parser_version="v", unit="keys")
+            locator = make_locator(line_start=3, line_end=4, key_path="k")
+            builder.add_block("toml_key", "k = 1", locator=locator, parent=parent, **case)
+            block = toml_format.make_block(mine, 1, "toml_key", "k = 1", parent=parent, locator=locator, **case)
+            assert orjson.dumps(block) == orjson.dumps(builder.blocks[1])
+            assert builder.build()["coverage"]["lost"] == mine.build()["coverage"]["lost"]
+
+
+def test_truncated_paths_in_the_module() -> None:
+    long = "k" * 1100
+    src = "[" + ".".join(f"s{i}" for i in range(70)) + "]\nx = 1\n" + f"[t]\n{long} = 2\n"
+    a = run(src)
+    table, key, _t, long_key = a["blocks"]
+    assert len(table["section_path"]) == 64
+    assert table["attrs"] == {"section_truncated": True}
+    assert key["attrs"] == {"value": 1, "value_type": "integer", "section_truncated": True}
+    assert long_key["keys"] == []
+    assert long_key["attrs"]["keys_truncated"] is True
+    assert a["coverage"]["lost"] == ["section_path", "exact_keys"]
+    assert a["coverage"]["complete"] is False

@@ -205,6 +205,9 @@ def test_budget_cuts_rows_with_coverage_and_warning() -> None:
     assert 0 < cov["extracted"] < 3000
     assert len(art["tables"][0]["rows"]) == len(art["blocks"]) == cov["extracted"]
     assert any(f"{cov['extracted']} of 3000 rows" in w for w in art["warnings"])
+    [failed] = cov["failed"]
+    assert failed["unit"].endswith(f"rows {cov['extracted'] + 2}-3001")
+    assert cov["complete"] is False
 
 
 def test_a_long_sheet_name_is_cut_in_locators_and_section_paths() -> None:

@@ -118,7 +118,7 @@ def _artifact(max_bytes: int, n_rows: int) -> tuple[dict[str, Any], int]:
         name="t",
         columns=[("n", "number"), ("s", "string")],
         rows=rows,
-        row_number=lambda i: i + 2,
+        first_row=2,
         header_rows=1,
         table_locator={"row_start": 1, "row_end": n_rows + 1},
     )

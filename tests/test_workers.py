@@ -326,3 +326,51 @@ def test_workers_die_with_the_service_even_mid_extraction() -> None:
     while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [p for p in pids if not _gone(p)] == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# run_forked: the CLI's one extraction, in a forked child under the same limits
+
+
+def _forked(extractor: str, data: bytes = b"hello\n", *, memory_limit_bytes: int = 0) -> bytes:
+    """Forked from this (large) test process, whose address space a tight RLIMIT_AS would count: the memory limit
+    is given only where the test is about memory (the CLI forks from a small process)."""
+    from extract_fn.workers import run_forked
+
+    return run_forked(
+        H + extractor,
+        data,
+        _request(),
+        timeout_s=4,
+        memory_limit_bytes=memory_limit_bytes,
+        max_output_bytes=MAX_OUTPUT,
+    )
+
+
+@pytest.mark.parametrize(
+    ("extractor", "code"),
+    [
+        ("sleep_forever", ErrorCode.TIMEOUT),
+        ("allocate_10gb", ErrorCode.RESOURCE_LIMIT),
+        ("segfault", ErrorCode.RESOURCE_LIMIT),
+        ("exit_hard", ErrorCode.RESOURCE_LIMIT),
+        ("raise_value_error", ErrorCode.CORRUPT),
+        ("invalid_artifact", ErrorCode.CORRUPT),
+        ("prints_to_stdout", None),
+    ],
+)
+def test_run_forked_gives_the_pools_answers(extractor: str, code: ErrorCode | None) -> None:
+    memory = 512 * MIB if extractor == "allocate_10gb" else 0
+    if code is None:  # a library printing to stdout cannot corrupt the reply
+        validate_artifact(_forked(extractor), format="text", original_size=6)
+    else:
+        with pytest.raises(ExtractionError) as info:
+            _forked(extractor, memory_limit_bytes=memory)
+        assert info.value.code == code
+    # The parent is unharmed: the next extraction runs normally.
+    validate_artifact(_forked("echo", b"a\n"), format="text", original_size=2)
+
+
+def test_run_forked_returns_a_valid_artifact() -> None:
+    raw = _forked("echo", b"a\nb\n")
+    validate_artifact(raw, format="text", original_size=4)

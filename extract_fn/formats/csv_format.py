@@ -34,10 +34,10 @@ import re
 import sys
 from array import array
 from collections import Counter
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.table_values import OutputBudget, add_table, cut_warning, gc_paused, infer_text_column
+from extract_fn.formats.table_values import OutputBudget, add_table, gc_paused, infer_text_column, report_cut
 from extract_fn.text_decoding import decode_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -159,7 +159,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     if header is None:
         builder.warn("the file holds no records (not even a header)")
         add_table(
-            builder, budget, name=name, columns=[], rows=[], row_number=lambda i: i + 2, header_rows=1,
+            builder, budget, name=name, columns=[], rows=[], first_row=2, header_rows=1,
             table_locator={},
         )  # fmt: skip
         builder.coverage(total=0, extracted=0)
@@ -213,15 +213,14 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         name=name,
         columns=list(zip(names, types, strict=True)),
         rows=rows,
-        row_number=lambda i: i + 2,
+        first_row=2,
         header_rows=1,
         table_locator=make_locator(row_start=1, row_end=last_row, line_start=header_lines[0], line_end=prev_line),
         attrs=attrs,
         lines=lines,
-        text_of=texts.__getitem__,
+        texts=texts,
     )
-    if kept < total:
-        builder.warn(cut_warning(f"table {name!r}", kept, total, request.max_output_bytes))
+    report_cut(builder, f"table {name!r}", kept, total, request.max_output_bytes, first_row=2)
     builder.coverage(total=total, extracted=kept)
     return builder.build()
 
@@ -236,7 +235,13 @@ class _Lines:
     def __len__(self) -> int:
         return len(self.starts)
 
-    def __getitem__(self, i: int) -> tuple[int, int]:
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, int]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
+        if isinstance(i, slice):
+            return [(s, s) if s == e else (s, e) for s, e in zip(self.starts[i], self.ends[i], strict=True)]
         start, end = self.starts[i], self.ends[i]
         return (start, start) if start == end else (start, end)  # one int object where it can
 

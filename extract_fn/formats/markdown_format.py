@@ -1,12 +1,18 @@
 """Markdown: CommonMark 0.31.2 exactly, plus GFM tables, with line-exact locators.
 
-Parser: markdown-it-py with the ``commonmark`` preset and the ``table`` rule. Chosen for exactness: it renders all
-655 examples of the CommonMark 0.31.2 spec as the spec does (markdown-it-pyrs 652, cmark-gfm 644, being on spec
-0.29), and it is pure Python, so hostile nesting cannot overflow a native stack (markdown-it-pyrs segfaults on 50,000
-nested brackets). It is also the slow part: about 0.45 s of CPU for the 2.8 MB benchmark file
-(``benchmarks/bench_text_formats.py``). Inline content is parsed only where it holds inline syntax
-(``inline_text``); the block parse is the rest. Decoding: ``extract_fn.text_decoding.decode_text`` (BOM,
-``encoding`` option, strict UTF-8); UTF-16/32 without a BOM is the ``encoding`` error (``refuse_wide_text``).
+Parsers: markdown-it-py with the ``commonmark`` preset and the ``table`` rule is the reference. Chosen for exactness:
+it renders all 655 examples of the CommonMark 0.31.2 spec as the spec does (markdown-it-pyrs 652, cmark-gfm 644, being
+on spec 0.29), and it is pure Python, so hostile nesting cannot overflow a native stack. It is also slow (about 0.45 s
+of CPU for the block parse of the 2.8 MB benchmark file), so the block structure is normally read from
+markdown-it-pyrs (``_fast_events``: the Rust port of the same parser, about 4x faster) with only its block rules
+enabled, and every inline content still goes through markdown-it-py's inline parser (``inline_text``). The two agree
+block for block (the three spec examples markdown-it-pyrs gets wrong are inline ones, which it never parses here); the
+artifact is identical whichever parsed it, as the tests check on every spec example and every corpus file.
+markdown-it-pyrs recurses on the native stack once per nested container (and segfaults some 100,000 levels down) and
+has no nesting limit, so it only gets a source whose nesting a linear pre-scan bounds well below markdown-it-py's
+``MAX_NESTING`` (``_fast_path_safe``); anything else, and any tree it returns that the walk does not expect, goes to
+markdown-it-py. Decoding: ``extract_fn.text_decoding.decode_text`` (BOM, ``encoding`` option, strict UTF-8);
+UTF-16/32 without a BOM is the ``encoding`` error (``refuse_wide_text``).
 
 Blocks, in reading order:
 
@@ -55,13 +61,11 @@ from __future__ import annotations
 
 import functools
 import re
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
-
-import markdown_it
-from markdown_it import MarkdownIt
-from markdown_it.rules_block.state_block import StateBlock
-from markdown_it.token import Token
+from typing import TYPE_CHECKING, Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.textblocks import (
@@ -72,14 +76,30 @@ from extract_fn.formats.textblocks import (
     Slugger,
     line_ranges_label,
     no_gc,
+    normalize_newlines,
     refuse_wide_text,
 )
 from extract_fn.text_decoding import decode_text
-from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
 
+try:
+    import markdown_it_pyrs
+except ImportError:  # pragma: no cover - a deployment without it parses everything with markdown-it-py
+    markdown_it_pyrs = None
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_block.state_block import StateBlock
+    from markdown_it.token import Token
+
 PARSER: Final = "loom-markdown"
-PARSER_VERSION: Final = f"1+markdown-it-py-{markdown_it.__version__}"
+# The parsers' versions, written out so that a file whose inline content needs no parse never imports markdown-it-py
+# (25 ms of a 0.2 s process); tests check them against the installed packages. The artifact is the same whichever of
+# the two parsed the blocks, so both are named.
+MARKDOWN_IT_PY_VERSION: Final = "4.3.0"
+MARKDOWN_IT_PYRS_VERSION: Final = "0.4.0"
+PARSER_VERSION: Final = f"1+markdown-it-py-{MARKDOWN_IT_PY_VERSION}+markdown-it-pyrs-{MARKDOWN_IT_PYRS_VERSION}"
 
 # Block nesting (quotes, lists, list items, paragraphs each count one level) markdown-it parses before it skips the
 # rest of a container. The preset's 20 cuts a real document's 10-deep list; 100 still keeps the parser's recursion
@@ -97,6 +117,8 @@ _SKIPPED_KEY: Final = "loom_skipped_lines"
 @functools.cache
 def _parser() -> MarkdownIt:
     """One markdown-it per process; its block tokenizer records the line ranges the nesting limit skips."""
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table")
     # Inline content is parsed on demand (``inline_text``): most paragraphs hold no inline markup at all.
     md.disable(["inline", "text_join"])
@@ -183,8 +205,464 @@ def _front_matter_end(lines: LineIndex) -> int:
     return 0
 
 
+# -- block events: what the walk needs of either parser's output, in document order ---------------------------------
+#
+# (_PARA, first, last, inline content)             a paragraph (also a tight list item's)
+# (_HEADING, first, last, inline content, level)
+# (_ITEM, first, ordered, number or None)          a list item opens (``first``: its marker's line) ... (_ITEM_END,)
+# (_LIST,) ... (_LIST_END,)                        a list (bullet or ordered)
+# (_QUOTE,) ... (_QUOTE_END,)                      a block quote
+# (_CODE, first, last, content, info)              fenced (``info``: the raw info string) or indented code
+# (_HTML, first, last, content)                    an HTML block
+# (_TABLE, first, last, rows)                      a table: the rows of raw cell contents, the header row first
+#
+# ``first``/``last`` are 1-based source lines (trailing blank lines may be included; the locator drops them).
+
+_PARA, _HEADING, _ITEM, _ITEM_END, _LIST, _LIST_END, _QUOTE, _QUOTE_END, _CODE, _HTML, _TABLE = range(11)
+_LIST_EV: Final = (_LIST,)
+_QUOTE_EV: Final = (_QUOTE,)
+_ITEM_END_EV: Final = (_ITEM_END,)
+_LIST_END_EV: Final = (_LIST_END,)
+_QUOTE_END_EV: Final = (_QUOTE_END,)
+
+Event = tuple[Any, ...]
+
+
+def _lines(tok: Token) -> tuple[int, int]:
+    """A token's 1-based first and last line (markdown-it's map is 0-based with an exclusive end)."""
+    start, end = tok.map or (0, 1)
+    return start + 1, max(start + 1, end)
+
+
+def _reference_events(tokens: list[Token]) -> list[Event]:
+    """markdown-it-py's block tokens as events."""
+    events: list[Event] = []
+    append = events.append
+    i = 0
+    n = len(tokens)
+    while i < n:
+        tok = tokens[i]
+        typ = tok.type
+        if typ == "paragraph_open":
+            first, last = _lines(tok)
+            append((_PARA, first, last, tokens[i + 1].content))
+            i += 3
+            continue
+        if typ == "heading_open":
+            first, last = _lines(tok)
+            append((_HEADING, first, last, tokens[i + 1].content, int(tok.tag[1])))
+            i += 3
+            continue
+        if typ == "list_item_open":
+            ordered = tok.markup in (".", ")")
+            append((_ITEM, _lines(tok)[0], ordered, int(tok.info) if ordered and tok.info.isdigit() else None))
+        elif typ == "list_item_close":
+            append(_ITEM_END_EV)
+        elif typ in ("bullet_list_open", "ordered_list_open"):
+            append(_LIST_EV)
+        elif typ in ("bullet_list_close", "ordered_list_close"):
+            append(_LIST_END_EV)
+        elif typ == "blockquote_open":
+            append(_QUOTE_EV)
+        elif typ == "blockquote_close":
+            append(_QUOTE_END_EV)
+        elif typ in ("fence", "code_block"):
+            first, last = _lines(tok)
+            append((_CODE, first, last, tok.content, tok.info))
+        elif typ == "html_block":
+            first, last = _lines(tok)
+            append((_HTML, first, last, tok.content))
+        elif typ == "table_open":
+            first, last = _lines(tok)
+            rows: list[list[str]] = []
+            i += 1
+            while tokens[i].type != "table_close":
+                typ = tokens[i].type
+                if typ == "tr_open":
+                    rows.append([])
+                elif typ == "inline":
+                    rows[-1].append(tokens[i].content)
+                i += 1
+            append((_TABLE, first, last, rows))
+        i += 1
+    return events
+
+
+_DIGITS: Final = re.compile(r"[0-9]{1,9}")
+_DIGITS_B: Final = re.compile(rb"[0-9]{1,9}")
+
+
+# -- the fast path: markdown-it-pyrs for the block structure ---------------------------------------------------------
+#
+# markdown-it-pyrs (markdown-it.rs) ports markdown-it, not markdown-it-py 4.3.0, and differs from it beyond the three
+# inline spec examples: Rust's notion of whitespace, a table rule of its own (other header and delimiter rules, other
+# ends), lazy continuation lines of block quotes, reference definitions. Differential fuzzing (tests) found each of
+# these; the pre-scan (``_fast_plan``) sends every source that holds one to markdown-it-py, and the fast parser runs
+# without its table rule: tables are read by ``_table_run_events``, a port of markdown-it-py's table rule, in the one
+# shape it is ported for (a run of lines that all start with ``|``, with a blank line or the text's edge on each side).
+
+# Each container level open on the line where a block starts takes at least one column of that line's leading markup
+# (a ``>``, a list marker, or the indentation that continues a list item), and a list level, two token levels deep,
+# takes two (its marker and the space after it) except the innermost, so markdown-it's nesting level there is at
+# most this + 2: below MAX_NESTING, so markdown-it-py would skip nothing either, and a thousand times below the depth
+# at which markdown-it-pyrs's recursion overflows an 8 MiB stack.
+FAST_MAX_PREFIX_COLUMNS: Final = 64
+# markdown-it-py's table rule ends a table once it has padded this many missing cells (MAX_AUTOCOMPLETED_CELLS).
+TABLE_MAX_AUTOCOMPLETED_CELLS: Final = 0x10000
+
+# A line start followed by enough characters of container markup to hold FAST_MAX_PREFIX_COLUMNS columns (a tab is
+# at most 4); only such lines are measured, with _CONTAINER_MARKUP: the indentation, ``>``s and list markers (each
+# followed by a space, a tab or the line's end) a line opens with.
+_MARKUP_CHARS: Final = r"[ \t>*+\-.)0-9]"
+_WIDE_MARKUP: Final = re.compile(rf"\n{_MARKUP_CHARS}{{{FAST_MAX_PREFIX_COLUMNS // 4}}}")
+_CONTAINER_MARKUP: Final = re.compile(r"(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t\n]|$)))*")
+# Characters that one parser's string operations count as whitespace, or case-fold to an ASCII letter, and the other's
+# do not (Python's str.isspace and re's case folding, markdown-it-py's mdTrim, Rust's char::is_whitespace and Unicode
+# case folding).
+_DIVERGENT_CHARS: Final = re.compile(
+    "[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\u0130\u0131\u017f\u212a]"
+)
+# A line whose leading markup holds a ``>`` (it may continue a block quote), and the leading markup itself.
+_QUOTE_LINE: Final = re.compile(rf"\n{_MARKUP_CHARS}*>")
+_LEADING_MARKUP: Final = re.compile(rf"{_MARKUP_CHARS}*+")
+_MARKERS_TO_SPACES: Final = str.maketrans("-+*.)0123456789", " " * 15)
+# The start of an HTML block that can span blank lines (CommonMark's kinds 1 to 5) behind container markup, where the
+# two parsers end it differently, and a kind-4 start with a lowercase letter, which markdown-it-pyrs does not take for
+# one.
+_SPANNING_HTML: Final = re.compile(rf"\n{_MARKUP_CHARS}+(?:<[!?]|<(?i:script|pre|style|textarea))|\n<![a-z]")
+# A line markdown-it-py's table rule could take as a delimiter row, in any container: nothing but container markup and
+# ``|:-`` characters, one ``-`` at least (possessive, so a long line costs one pass).
+_DELIMITER_LINE: Final = re.compile(r"\n(?=[^\n-]*+-)[ \t>|:*+.)0-9-]*+(?=\n|\Z)")
+_BLANK_LINE: Final = re.compile(r"[ \t]*+(?:\n|\Z)")
+
+
+@functools.cache
+def _fast_parser() -> Any:
+    """markdown-it-pyrs with CommonMark's block rules and no inline rule (inline content comes back as one text node,
+    which ``inline_text`` parses with markdown-it-py) and no table rule (tables are ``_table_run_events``')."""
+    assert markdown_it_pyrs is not None
+    rules = ["blockquote", "code", "fence", "heading", "hr", "lheading", "list", "paragraph", "reference", "html_block"]
+    return markdown_it_pyrs.MarkdownIt("zero").enable_many(rules)
+
+
+class _NotFast(Exception):
+    """markdown-it-pyrs's tree holds something the walk does not expect: markdown-it-py parses the text instead."""
+
+
+def _nesting_bounded(src: str) -> bool:
+    """Whether no line opens with more than FAST_MAX_PREFIX_COLUMNS columns of container markup (linear: only lines
+    that open with enough candidate characters are measured)."""
+    text = "\n" + src
+    for m in _WIDE_MARKUP.finditer(text):
+        markup = _CONTAINER_MARKUP.match(text, m.start() + 1).group()  # type: ignore[union-attr]  # matches ""
+        if len(markup) + 3 * markup.count("\t") > FAST_MAX_PREFIX_COLUMNS:
+            return False
+    return True
+
+
+def _quotes_continue_explicitly(src: str) -> bool:
+    """Whether every non-blank line after a line that may continue a block quote repeats that line's ``>`` markers
+    at the same columns (list markers counted as their width in spaces): a block quote with no lazy continuation
+    line, the one place markdown-it-pyrs and markdown-it-py end block quotes differently."""
+    text = "\n" + src
+    for m in _QUOTE_LINE.finditer(text):
+        lead = _LEADING_MARKUP.match(text, m.start() + 1).group()  # type: ignore[union-attr]
+        end = text.find("\n", m.end())
+        if end < 0 or _BLANK_LINE.match(text, end + 1):
+            continue
+        after = _LEADING_MARKUP.match(text, end + 1).group()  # type: ignore[union-attr]
+        if "\t" in lead or "\t" in after:
+            return False
+        quote = lead[: lead.rindex(">") + 1].translate(_MARKERS_TO_SPACES)
+        if after[: after.rfind(">") + 1].translate(_MARKERS_TO_SPACES) != quote:
+            return False
+    return True
+
+
+def _table_runs(src: str) -> dict[int, list[str]] | None:
+    """The runs of lines that may hold a table, by their first line (1-based): each a maximal run of non-blank lines
+    that all start with ``|``. None when a line that markdown-it-py's table rule could take as a delimiter row, under a
+    line with a ``|``, lies elsewhere."""
+    runs: dict[int, list[str]] = {}
+    run_end = -1  # the offset where the last run found ends
+    counted_to, line_no = 0, 1  # src.count("\n", 0, counted_to) + 1
+    for m in _DELIMITER_LINE.finditer(src):
+        delimiter = m.start()  # the newline before the delimiter row
+        header = src.rfind("\n", 0, delimiter) + 1
+        if "|" not in src[header:delimiter]:
+            continue
+        if delimiter < run_end:
+            continue  # in the run found last
+        # the run around the header: back to a blank line (or the start), on to a blank line (or the end)
+        start = header
+        while start > 0:
+            prev = src.rfind("\n", 0, start - 1) + 1
+            if _BLANK_LINE.match(src, prev):
+                break
+            start = prev
+        end = header
+        while end < len(src) and not _BLANK_LINE.match(src, end):
+            nxt = src.find("\n", end)
+            end = len(src) if nxt < 0 else nxt + 1
+        lines = src[start:end].rstrip("\n").split("\n")
+        if not all(line[:1] == "|" for line in lines):
+            return None
+        line_no += src.count("\n", counted_to, start)
+        counted_to = start
+        runs[line_no] = lines
+        run_end = end
+    return runs
+
+
+def _fast_plan(src: str) -> dict[int, list[str]] | None:
+    """The table runs of a source the fast parser may read (newlines normalized), else None."""
+    if _DIVERGENT_CHARS.search(src) or "]:" in src:  # no reference definition: markdown-it-pyrs reads some otherwise
+        return None
+    if _SPANNING_HTML.search("\n" + src) or not _nesting_bounded(src) or not _quotes_continue_explicitly(src):
+        return None
+    return _table_runs(src)
+
+
+# markdown-it-py's table rule (markdown_it/rules_block/table.py) for a run of lines that all start with ``|`` at the
+# top level: what its header, delimiter and row checks, escapedSplit and mdTrim make of such lines (a test holds the
+# port to the original on generated runs).
+_MD_TRIM_CHARS: Final = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029"
+    "\u202f\u205f\u3000"
+)
+_HEADER_CELL: Final = re.compile(r"^:?-+:?$")
+
+
+def _escaped_split(string: str) -> list[str]:
+    """markdown-it-py's escapedSplit: split at ``|`` not preceded by a backslash (which the cell then loses)."""
+    result: list[str] = []
+    current = ""
+    last = 0
+    escaped = False
+    for pos, ch in enumerate(string):
+        if ch == "|":
+            if not escaped:
+                result.append(current + string[last:pos])
+                current = ""
+                last = pos + 1
+            else:
+                current += string[last : pos - 1]
+                last = pos
+        escaped = ch == "\\"
+    result.append(current + string[last:])
+    return result
+
+
+def _row_cells(line: str) -> list[str]:
+    columns = _escaped_split(line.strip(_MD_TRIM_CHARS))
+    if columns and columns[0] == "":
+        columns.pop(0)
+    if columns and columns[-1] == "":
+        columns.pop()
+    return columns
+
+
+def _table_header(lines: list[str], i: int) -> list[str] | None:
+    """The header cells of a table starting at ``lines[i]``, if markdown-it-py's table rule starts one there."""
+    if i + 1 >= len(lines):
+        return None
+    delimiter = lines[i + 1]
+    if len(delimiter) < 2 or delimiter[0] not in "|-:" or delimiter[1] not in "|-: \t":
+        return None
+    if delimiter[0] == "-" and delimiter[1] in " \t":
+        return None
+    if delimiter.strip("|-: \t"):
+        return None
+    columns = delimiter.split("|")
+    aligns = 0
+    for k, column in enumerate(columns):
+        cell = column.strip(_MD_TRIM_CHARS)
+        if not cell:
+            if k == 0 or k == len(columns) - 1:
+                continue
+            return None
+        if not _HEADER_CELL.search(cell):
+            return None
+        aligns += 1
+    if "|" not in lines[i].strip(_MD_TRIM_CHARS):
+        return None
+    header = _row_cells(lines[i])
+    if not header or len(header) != aligns:
+        return None
+    return [cell.strip(_MD_TRIM_CHARS) for cell in header]
+
+
+def _table_run_events(lines: list[str], first_line: int) -> list[Event]:
+    """The paragraphs and tables markdown-it-py makes of a run of lines that all start with ``|`` (``first_line`` is
+    the first one's 1-based number)."""
+    events: list[Event] = []
+    n = len(lines)
+    para = -1  # the run line the open paragraph starts on
+    i = 0
+    while i < n:
+        header = _table_header(lines, i)
+        if header is None:
+            if para < 0:
+                para = i
+            i += 1
+            continue
+        if para >= 0:
+            content = "\n".join(lines[para:i]).strip(_MD_TRIM_CHARS)
+            events.append((_PARA, first_line + para, first_line + i - 1, content))
+            para = -1
+        count = len(header)
+        rows = [header]
+        autocompleted = 0
+        j = i + 2
+        while j < n:
+            columns = _row_cells(lines[j])
+            autocompleted += count - len(columns)
+            if autocompleted > TABLE_MAX_AUTOCOMPLETED_CELLS:
+                break
+            rows.append(
+                [(c.strip(_MD_TRIM_CHARS) if c else "") for c in columns[:count]] + [""] * (count - len(columns))
+            )
+            j += 1
+        events.append((_TABLE, first_line + i, first_line + j - 1, rows))
+        i = j
+    if para >= 0:
+        events.append((_PARA, first_line + para, first_line + n - 1, "\n".join(lines[para:]).strip(_MD_TRIM_CHARS)))
+    return events
+
+
+def _fast_events(source: str) -> list[Event] | None:
+    """The block events of ``source`` from markdown-it-pyrs, or None when it must not or cannot read it.
+
+    It reads ``source`` as markdown-it-py does (newlines normalized, NUL as U+FFFD: the line numbers stay the file's);
+    its node positions are UTF-8 byte offsets into that text, whose line is found among the lines' start offsets.
+    """
+    if markdown_it_pyrs is None:
+        return None
+    src = normalize_newlines(source)
+    if "\0" in src:
+        src = src.replace("\0", "\ufffd")
+    runs = _fast_plan(src)
+    if runs is None:
+        return None
+    buf: str | bytes
+    if src.isascii():
+        buf, newline = src, "\n"
+    else:
+        try:
+            buf = src.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (from a codec that lets one through): markdown-it-py copes
+            return None
+        newline = b"\n"  # type: ignore[assignment]
+    starts = array("q", [0])
+    find = buf.find
+    pos = find(newline)  # type: ignore[arg-type]
+    while pos >= 0:
+        starts.append(pos + 1)
+        pos = find(newline, pos + 1)  # type: ignore[arg-type]
+    try:
+        root = _fast_parser().tree(src)
+    except (MemoryError, KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # a Rust panic is pyo3's PanicException, a BaseException: markdown-it-py copes
+        return None
+    try:
+        return _tree_events(root, buf, starts, runs)
+    except _NotFast:
+        return None
+
+
+def _tree_events(root: Any, buf: str | bytes, starts: array[int], runs: dict[int, list[str]]) -> list[Event]:
+    """markdown-it-pyrs's tree as block events (iterative). A paragraph at the top level that is one of ``runs``
+    becomes the table run's events."""
+    events: list[Event] = []
+    append = events.append
+    digits = _DIGITS if isinstance(buf, str) else _DIGITS_B
+    runs_left = len(runs)
+    # the children being walked, and their parent's name; the events that close the parents
+    stack: list[tuple[Iterator[Any], str]] = [(iter(root.children), "root")]
+    closers: list[Event | None] = [None]
+    while stack:
+        children, parent = stack[-1]
+        for node in children:
+            name = node.name
+            if name == "paragraph":
+                start, end = node.srcmap
+                first = bisect_right(starts, start)
+                kids = node.children
+                if len(kids) != 1 or kids[0].name != "text":
+                    raise _NotFast(name)
+                if first in runs and parent == "root":
+                    lines = runs[first]
+                    if bisect_right(starts, end - 1) != first + len(lines) - 1:
+                        raise _NotFast(name)
+                    events += _table_run_events(lines, first)
+                    runs_left -= 1
+                    continue
+                append((_PARA, first, bisect_right(starts, end - 1), kids[0].meta["content"]))
+            elif name == "text" and parent == "list_item":  # a tight list item's paragraph
+                start, end = node.srcmap
+                append((_PARA, bisect_right(starts, start), bisect_right(starts, end - 1), node.meta["content"]))
+            elif name == "list_item":
+                start = node.srcmap[0]
+                number = None
+                if parent == "ordered_list":
+                    m = digits.match(buf, start)
+                    if m is None:
+                        raise _NotFast(name)
+                    number = int(m.group())
+                append((_ITEM, bisect_right(starts, start), parent == "ordered_list", number))
+                stack.append((iter(node.children), name))
+                closers.append(_ITEM_END_EV)
+                break
+            elif name in ("bullet_list", "ordered_list"):
+                append(_LIST_EV)
+                stack.append((iter(node.children), name))
+                closers.append(_LIST_END_EV)
+                break
+            elif name == "blockquote":
+                append(_QUOTE_EV)
+                stack.append((iter(node.children), name))
+                closers.append(_QUOTE_END_EV)
+                break
+            elif name in ("heading", "lheading"):
+                start, end = node.srcmap
+                kids = node.children
+                if kids and (len(kids) != 1 or kids[0].name != "text"):
+                    raise _NotFast(name)
+                content = kids[0].meta["content"] if kids else ""
+                append(
+                    (_HEADING, bisect_right(starts, start), bisect_right(starts, end - 1), content, node.meta["level"])
+                )
+            elif name == "fence":
+                start, end = node.srcmap
+                first = bisect_right(starts, start)
+                opening = buf[start : starts[first] - 1 if first < len(starts) else len(buf)]
+                info = opening if isinstance(opening, str) else opening.decode("utf-8")
+                if info[:1] not in ("`", "~"):
+                    raise _NotFast(name)
+                # markdown-it-py's info string: the rest of the opening line after the run of markers
+                info = info.lstrip(info[0])
+                append((_CODE, first, bisect_right(starts, end - 1), node.meta["content"], info))
+            elif name == "code_block":
+                start, end = node.srcmap
+                append((_CODE, bisect_right(starts, start), bisect_right(starts, end - 1), node.meta["content"], ""))
+            elif name == "html_block":
+                start, end = node.srcmap
+                append((_HTML, bisect_right(starts, start), bisect_right(starts, end - 1), node.meta["content"]))
+            elif name != "hr":
+                raise _NotFast(name)
+        else:
+            stack.pop()
+            closer = closers.pop()
+            if closer is not None:
+                append(closer)
+    if runs_left:
+        raise _NotFast("table")
+    return events
+
+
 class _Walker:
-    """Turns markdown-it's token stream into blocks; iterative, with explicit container stacks."""
+    """Turns block events into blocks; iterative, with explicit container stacks."""
 
     def __init__(self, builder: ArtifactBuilder, lines: LineIndex, budget: OutputBudget, env: dict[str, Any]) -> None:
         self.b = builder
@@ -196,17 +674,6 @@ class _Walker:
         self.items: list[_Item] = []
         self.list_depth = 0
         self.quote_depth = 0
-
-    # -- locators -------------------------------------------------------------------------------------------------
-
-    def _locator(self, first: int, last: int) -> dict[str, Any]:
-        """Lines ``first..last`` (1-based, inclusive) without trailing blank lines, and their characters."""
-        lines = self.lines
-        while last > first and not lines.line_text(last).strip(" \t"):
-            last -= 1
-        return make_locator(
-            line_start=first, line_end=last, char_start=lines.line_start(first), char_end=lines.line_end(last)
-        )
 
     # -- emitting -------------------------------------------------------------------------------------------------
 
@@ -233,10 +700,20 @@ class _Walker:
             raise _Cut(first)
         if not own_parent:
             parent = self._container_parent()
+        # The locator: lines ``first..last`` without trailing blank lines, and their characters.
+        lines = self.lines
+        while last > first and not lines.line_text(last).strip(" \t"):
+            last -= 1
+        locator = {
+            "line_start": first,
+            "line_end": last,
+            "char_start": lines.line_start(first),
+            "char_end": lines.line_end(last),
+        }
         return self.b.add_block(
             type_,
             text,
-            locator=self._locator(first, last),
+            locator=locator,
             section_path=path,
             keys=keys or (),
             parent=parent,
@@ -299,95 +776,50 @@ class _Walker:
 
     # -- the walk -------------------------------------------------------------------------------------------------
 
-    def walk(self, tokens: list[Token]) -> None:
-        i = 0
-        n = len(tokens)
-        while i < n:
-            tok = tokens[i]
-            typ = tok.type
-            if typ == "paragraph_open":
-                inline = tokens[i + 1]
-                first, last = _lines(tok)
-                self.paragraph(inline_text(inline.content, self.env), first, last)
-                i += 3
-                continue
-            if typ == "heading_open":
-                first, last = _lines(tok)
-                self.heading(int(tok.tag[1]), inline_text(tokens[i + 1].content, self.env), first, last)
-                i += 3
-                continue
-            if typ == "list_item_open":
-                first, _ = _lines(tok)
-                attrs: dict[str, Any] = {"ordered": tok.markup in (".", ")")}
-                if attrs["ordered"] and tok.info.isdigit():
-                    attrs["number"] = int(tok.info)
+    def walk(self, events: list[Event]) -> None:
+        env = self.env
+        for ev in events:
+            kind = ev[0]
+            if kind == _PARA:
+                self.paragraph(inline_text(ev[3], env), ev[1], ev[2])
+            elif kind == _HEADING:
+                self.heading(ev[4], inline_text(ev[3], env), ev[1], ev[2])
+            elif kind == _ITEM:
+                attrs: dict[str, Any] = {"ordered": ev[2]}
+                if ev[3] is not None:
+                    attrs["number"] = ev[3]
                 self._materialize(len(self.items))  # a nested list is content of the item it sits in
-                self.items.append(_Item(first, self.list_depth - 1, attrs))
-            elif typ == "list_item_close":
+                self.items.append(_Item(ev[1], self.list_depth - 1, attrs))
+            elif kind == _ITEM_END:
                 self.items.pop()
-            elif typ in ("bullet_list_open", "ordered_list_open"):
+            elif kind == _LIST:
                 self.list_depth += 1
-            elif typ in ("bullet_list_close", "ordered_list_close"):
+            elif kind == _LIST_END:
                 self.list_depth -= 1
-            elif typ == "blockquote_open":
+            elif kind == _QUOTE:
                 self.quote_depth += 1
-            elif typ == "blockquote_close":
+            elif kind == _QUOTE_END:
                 self.quote_depth -= 1
-            elif typ in ("fence", "code_block"):
-                first, last = _lines(tok)
-                code = tok.content[:-1] if tok.content.endswith("\n") else tok.content
+            elif kind == _CODE:
+                _, first, last, content, info = ev
+                code = content[:-1] if content.endswith("\n") else content
                 attrs = {}
-                info = tok.info.strip()
+                info = info.strip()
                 if info:
                     attrs["language"] = info.split(maxsplit=1)[0]
                     if info != attrs["language"]:
                         attrs["info"] = info
                 self.leaf("code", code, first, last, attrs=attrs or None)
-            elif typ == "html_block":
-                first, last = _lines(tok)
-                text = _html_visible_text(tok.content)
+            elif kind == _HTML:
+                text = _html_visible_text(ev[3])
                 if text:
-                    self.paragraph(text, first, last, attrs={"html": True})
-            elif typ == "table_open":
-                i = self._table(tokens, i)
-                continue
-            i += 1
-
-    def _table(self, tokens: list[Token], i: int) -> int:
-        first, last = _lines(tokens[i])
-        columns: list[str] = []
-        rows: list[list[str]] = []
-        row: list[str] = []
-        in_head = False
-        n = len(tokens)
-        i += 1
-        while i < n:
-            typ = tokens[i].type
-            if typ == "table_close":
-                break
-            if typ == "thead_open":
-                in_head = True
-            elif typ == "thead_close":
-                in_head = False
-            elif typ == "tr_open":
-                row = []
-            elif typ == "tr_close":
-                if in_head:
-                    columns = row
-                else:
-                    rows.append(row)
-            elif typ == "inline":
-                row.append(inline_text(tokens[i].content, self.env))
-            i += 1
-        text = "\n".join("\t".join(r) for r in [columns, *rows])
-        self.leaf("paragraph", text, first, last, attrs={"table": {"columns": columns, "rows": rows}})
-        return i + 1
-
-
-def _lines(tok: Token) -> tuple[int, int]:
-    """A token's 1-based first and last line (markdown-it's map is 0-based with an exclusive end)."""
-    start, end = tok.map or (0, 1)
-    return start + 1, max(start + 1, end)
+                    self.paragraph(text, ev[1], ev[2], attrs={"html": True})
+            elif kind == _TABLE:
+                _, first, last, raw_rows = ev
+                columns = [inline_text(cell, env) for cell in raw_rows[0]]
+                rows = [[inline_text(cell, env) for cell in row] for row in raw_rows[1:]]
+                text = "\n".join("\t".join(r) for r in [columns, *rows])
+                self.leaf("paragraph", text, first, last, attrs={"table": {"columns": columns, "rows": rows}})
 
 
 def _count_nonblank(text: str, start: int, end: int) -> int:
@@ -400,7 +832,7 @@ def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         return _extract(data, request)
 
 
-def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict[str, Any]:
     decoded = decode_text(data, option=request.encoding)
     refuse_wide_text(data, decoded.source)
     text = decoded.text
@@ -424,22 +856,26 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             walker.leaf("code", body, 1, front_end, attrs={"front_matter": True, "language": "yaml"})
         except _Cut as cut:
             cut_line = cut.line
-        # Blank the front matter's lines rather than cutting them, so markdown-it's line numbers stay the file's.
+        # Blank the front matter's lines rather than cutting them, so the parser's line numbers stay the file's.
         source = "\n" * front_end + text[lines.line_start(front_end + 1) :] if front_end < lines.line_count else ""
 
     if not cut_line:
-        try:
-            tokens = _parser().parse(source, env)
-        except RecursionError:
-            raise ExtractionError(
-                ErrorCode.RESOURCE_LIMIT, "the Markdown nests too deeply to parse (recursion limit)"
-            ) from None
+        events = _fast_events(source) if fast else None
+        if events is None:
+            try:
+                tokens = _parser().parse(source, env)
+            except RecursionError:
+                raise ExtractionError(
+                    ErrorCode.RESOURCE_LIMIT, "the Markdown nests too deeply to parse (recursion limit)"
+                ) from None
+            events = _reference_events(tokens)
+            del tokens
         del source
         try:
-            walker.walk(tokens)
+            walker.walk(events)
         except _Cut as cut:
             cut_line = cut.line
-        del tokens
+        del events
 
     # Coverage: every non-blank line is read by some markdown-it rule, except the ones the nesting limit skipped
     # and the ones past the output cut.

@@ -49,9 +49,9 @@ from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
-    cut_warning,
     format_duration_ns,
     gc_paused,
+    report_cut,
     value_text,
 )
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
@@ -705,15 +705,14 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         name=name,
         columns=list(zip(names, types, strict=True)),
         rows=rows,
-        row_number=lambda i: i + 1,
+        first_row=1,
         header_rows=0,
-        text_of=texts.__getitem__,
+        texts=texts,
         table_locator=make_locator(row_start=1, row_end=total) if total else {},
         attrs=attrs,
     )
     for (column, what), n in sorted(notes.counts.items()):
         builder.warn(f"column {column!r}: {n} {what}")
-    if kept < total:
-        builder.warn(cut_warning(f"table {name!r}", kept, total, request.max_output_bytes))
+    report_cut(builder, f"table {name!r}", kept, total, request.max_output_bytes, first_row=1)
     builder.coverage(total=total, extracted=kept)
     return builder.build()

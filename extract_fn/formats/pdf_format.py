@@ -1585,24 +1585,16 @@ def _emit_table(
         attrs=attrs,
         id=table_id,
     )
-    parent = stack[-1][1] if stack else None
-    path = [t for _, _, t in stack]
     prefixes = [f"{name}: " for name in names]
-    for r, cells in enumerate(body, start=2):
-        text = " | ".join(p + v for p, v in zip(prefixes, cells, strict=True) if v)
-        if not text:
-            continue
-        battrs: dict[str, Any] = {"table_id": table_id}
-        if item.orient != 0:
-            battrs["orientation"] = item.orient
-        builder.add_block(
-            "paragraph",
-            text,
-            parent=parent,
-            section_path=path,
-            locator=make_locator(page_start=page, page_end=page, row_start=r, row_end=r),
-            attrs=battrs,
-        )
+    builder.add_row_blocks(
+        table_id,
+        [" | ".join(p + v for p, v in zip(prefixes, cells, strict=True) if v) for cells in body],
+        rows=range(2, len(body) + 2),  # the header is row 1
+        page=page,
+        parent=stack[-1][1] if stack else None,
+        section_path=[t for _, _, t in stack],
+        attrs={"orientation": item.orient} if item.orient != 0 else None,
+    )
 
 
 def iter_page_texts(data: bytes) -> Iterator[str]:

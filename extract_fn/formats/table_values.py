@@ -35,14 +35,11 @@ from typing import Any, Final
 
 import orjson
 
-from shared.artifact_builder import ArtifactBuilder
+from shared.artifact_builder import ArtifactBuilder, clean_value
 from shared.contract import (
     INT64_MAX,
     INT64_MIN,
-    LOST_SECTION_PATH,
     MAX_COLUMNS,
-    MAX_SECTION_CHARS,
-    MAX_SHEET_NAME_CHARS,
     ErrorCode,
     ExtractionError,
 )
@@ -389,31 +386,35 @@ class RowBlockSpec:
 CHUNK_ROWS: Final = 512
 
 
-def _block(
-    spec: RowBlockSpec,
-    shared: tuple[dict[str, Any], list[str]],
-    *,
-    block_id: str,
-    text: str,
-    row_no: int,
-    lines: tuple[int, int] | None,
-) -> dict[str, Any]:
-    loc: dict[str, Any] = {}
-    if lines is not None:
-        loc["line_start"], loc["line_end"] = lines
-    if spec.sheet is not None:
-        loc["sheet"] = spec.sheet
-    loc["row_start"] = row_no
-    loc["row_end"] = row_no
-    return {
-        "id": block_id,
-        "type": "paragraph",
-        "text": text,
-        "section_path": spec.section_path,
-        "locator": loc,
-        "keys": shared[1],
-        "attrs": shared[0],
-    }
+def _json_len(rows: Any) -> int:
+    """Bytes of table rows as JSON. orjson refuses a lone surrogate (a CSV decoded as UTF-7 can hold one): such rows
+    are measured as the builder's ``add_table`` will clean them."""
+    try:
+        return len(orjson.dumps(rows))
+    except TypeError:
+        return len(orjson.dumps(clean_value(rows)))
+
+
+def _within(budget: OutputBudget, chunk: Sequence[list[Any]]) -> Callable[[list[dict[str, Any] | None]], int]:
+    """``ArtifactBuilder.add_row_blocks``'s ``fit`` for one chunk of rows: how many of them fit ``budget``, rows and
+    row blocks measured by serializing them (the whole chunk at once, row by row only when it crosses the budget)."""
+
+    def fit(blocks: list[dict[str, Any] | None]) -> int:
+        size = _json_len(chunk) + len(orjson.dumps([b for b in blocks if b is not None]))
+        if size <= budget.remaining:
+            budget.spend(size)
+            return len(chunk)
+        take = 0
+        for row, block in zip(chunk, blocks, strict=True):
+            s = _json_len(row) + 1 + (len(orjson.dumps(block)) + 1 if block is not None else 0)
+            if s > budget.remaining:
+                budget.cut = True
+                break
+            budget.spend(s)
+            take += 1
+        return take
+
+    return fit
 
 
 def fit_rows(
@@ -421,72 +422,35 @@ def fit_rows(
     budget: OutputBudget,
     spec: RowBlockSpec,
     rows: Sequence[list[Any]],
-    row_number: Callable[[int], int],
+    first_row: int,
     *,
     lines: Sequence[tuple[int, int]] | None = None,
-    text_of: Callable[[int], str] | None = None,
+    texts: Sequence[str | None] | None = None,
 ) -> int:
-    """Append row blocks for ``rows`` (in order) while they and the rows fit ``budget``; return how many fit.
+    """Add row blocks for ``rows`` (in order) while they and the rows fit ``budget``; return how many fit.
 
-    Blocks are appended straight to ``builder.blocks`` (ids ``r<table>.<n>`` registered with the builder so they
-    stay unique): the builder's per-block checks cost ~5 us a block, too much for a million rows, and a row block
-    needs none of them (paragraph, no parent, no keys, a section path of at most one short entry, cleaned text).
-    The caller adds the table with ``rows[:n]``. ``text_of(i)`` gives row ``i``'s block text when the format has a
-    better one than :func:`row_text` of the typed values (a CSV row's source text).
+    ``rows[i]`` is the source's row ``first_row + i``; its block (id ``r<table>.<i>``) is made by
+    :meth:`ArtifactBuilder.add_row_blocks`, a chunk of rows at a time. The caller adds the table with
+    ``rows[:n]``. ``texts[i]`` is row ``i``'s block text when the format has a better one than :func:`row_text` of
+    the typed values (a CSV row's source text); an empty text, as a row of nulls, makes no block.
     """
     prefixes = [f"{n}: " for n in spec.names]
     kept = 0
     n = len(rows)
-    ids = builder._ids
-    out_blocks = builder.blocks
-    prefix = f"r{spec.table_id}."
-    # One attrs object and one empty keys list shared by every row block of the table (read-only, serialized
-    # alike): a dict and a list per block would cost ~250 bytes a row.
-    block_attrs: dict[str, Any] = {"table_id": spec.table_id}
-    if any(len(p) > MAX_SECTION_CHARS for p in spec.section_path):  # the builder's rule for a long section entry
-        spec.section_path = [p[:MAX_SECTION_CHARS] for p in spec.section_path]
-        block_attrs["section_truncated"] = True
-        builder.lose(LOST_SECTION_PATH)
-    if spec.sheet is not None:
-        spec.sheet = spec.sheet[:MAX_SHEET_NAME_CHARS]
-    shared: tuple[dict[str, Any], list[str]] = (block_attrs, [])
     start = 0
     while start < n and not budget.cut:
-        chunk = rows[start : start + CHUNK_ROWS]
-        blocks: list[dict[str, Any] | None] = []
-        for i, row in enumerate(chunk):
-            text = text_of(start + i) if text_of is not None else _prefixed_text(prefixes, row)
-            if not text:
-                blocks.append(None)
-                continue
-            idx = start + i
-            blocks.append(
-                _block(
-                    spec,
-                    shared,
-                    block_id=prefix + str(idx),
-                    text=text,
-                    row_no=row_number(idx),
-                    lines=lines[idx] if lines else None,
-                )
-            )
-        size = len(orjson.dumps(chunk)) + len(orjson.dumps([b for b in blocks if b is not None]))
-        if size <= budget.remaining:
-            budget.spend(size)
-            take = len(chunk)
-        else:  # this chunk crosses the budget: take row by row
-            take = 0
-            for row, block in zip(chunk, blocks, strict=True):
-                s = len(orjson.dumps(row)) + 1 + (len(orjson.dumps(block)) + 1 if block is not None else 0)
-                if s > budget.remaining:
-                    budget.cut = True
-                    break
-                budget.spend(s)
-                take += 1
-        for block in blocks[:take]:
-            if block is not None:
-                ids.add(block["id"])
-                out_blocks.append(block)
+        end = min(start + CHUNK_ROWS, n)
+        chunk = rows[start:end]
+        take = builder.add_row_blocks(
+            spec.table_id,
+            texts[start:end] if texts is not None else [_prefixed_text(prefixes, row) for row in chunk],
+            rows=range(first_row + start, first_row + end),
+            first_index=start,
+            lines=lines[start:end] if lines is not None else None,
+            sheet=spec.sheet,
+            section_path=spec.section_path,
+            fit=_within(budget, chunk),
+        )
         kept += take
         start += take
     return kept
@@ -499,16 +463,19 @@ def add_table(
     name: str,
     columns: list[tuple[str, str]],
     rows: Sequence[list[Any]],
-    row_number: Callable[[int], int],
+    first_row: int,
     header_rows: int,
     table_locator: dict[str, Any],
     attrs: dict[str, Any] | None = None,
     section_path: list[str] | None = None,
     sheet: str | None = None,
     lines: Sequence[tuple[int, int]] | None = None,
-    text_of: Callable[[int], str] | None = None,
+    texts: Sequence[str | None] | None = None,
 ) -> tuple[str, int]:
-    """Add one table and its row blocks within the budget; return (table id, rows kept)."""
+    """Add one table and its row blocks within the budget; return (table id, rows kept).
+
+    ``rows[i]`` is the source's row ``first_row + i``; ``lines`` and ``texts`` are as :func:`fit_rows` takes them.
+    """
     table_id = f"t{len(builder.tables)}"
     if len(columns) > MAX_COLUMNS:  # the contract's bound: keep the first ones and say what was left out
         n = len(columns)
@@ -518,7 +485,7 @@ def add_table(
         builder.fail(f"table {name!r} columns {MAX_COLUMNS + 1}-{n}", f"past the contract's {MAX_COLUMNS} columns")
     budget.require(len(orjson.dumps([columns, attrs or {}, table_locator, name])) + 128, f"table {name!r}")
     spec = RowBlockSpec(table_id, [c[0] for c in columns], section_path or [], sheet)
-    kept = fit_rows(builder, budget, spec, rows, row_number, lines=lines, text_of=text_of)
+    kept = fit_rows(builder, budget, spec, rows, first_row, lines=lines, texts=texts)
     kept_rows = rows if kept == len(rows) else rows[:kept]
     builder.add_table(
         name,
@@ -532,5 +499,14 @@ def add_table(
     return table_id, kept
 
 
-def cut_warning(what: str, kept: int, total: int, max_bytes: int) -> str:
-    return f"{what}: {kept} of {total} rows extracted; the rest did not fit the artifact budget of {max_bytes} bytes"
+def report_cut(builder: ArtifactBuilder, what: str, kept: int, total: int, max_bytes: int, *, first_row: int) -> None:
+    """A table cut to fit the artifact budget: a warning, and the rows left out as one failed unit (by row number,
+    ``first_row`` being the number of the first data row), so coverage lists what was not extracted."""
+    if kept >= total:
+        return
+    builder.warn(
+        f"{what}: {kept} of {total} rows extracted; the rest did not fit the artifact budget of {max_bytes} bytes"
+    )
+    start, end = first_row + kept, first_row + total - 1
+    rows = f"row {start}" if start == end else f"rows {start}-{end}"
+    builder.fail(f"{what} {rows}", f"not extracted: the artifact reached its output limit ({max_bytes} bytes)")

@@ -7,11 +7,23 @@ Decisions (documented for the artifact's readers):
   in every other position), and a byte-order mark or a non-ASCII space character (U+3000, U+00A0, ...) where the
   parser stops are the ``encoding`` error. The ``encoding`` option may only name UTF-8 (``utf-8``, ``utf8``,
   ``utf-8-sig``...): any other codec is ``invalid_option``.
-* **Validation and values** come from ``tomllib`` (TOML 1.0). A file it rejects is ``corrupt`` with its message,
+* **Validation and values** are ``tomllib``'s (TOML 1.0). A file it rejects is ``corrupt`` with its message,
   which names the line and column. Nesting too deep for it (a ``RecursionError``) is ``resource_limit``. An
-  integer outside signed 64 bits, which TOML 1.0 forbids and tomllib accepts, is ``corrupt`` too.
+  integer outside signed 64 bits, which TOML 1.0 forbids and tomllib accepts, is ``corrupt`` too. For speed the
+  values are read with ``toml-rs`` (Rust, in its TOML 1.0 mode; ~8x faster) when it is installed: it reads the
+  same values as tomllib on every toml-test case of the corpus and in differential fuzzing, and only its acceptance
+  is trusted.
+  Whatever it refuses (or raises on) is read again by tomllib, which decides the error and its message as before;
+  text that starts with a second byte-order mark (which toml-rs would skip) and text whose brackets might nest
+  deeper than ``RS_MAX_DEPTH`` (toml-rs recurses without a limit and overflows the C stack past a few thousand
+  levels) go straight to tomllib.
 * **Positions** come from our own scanner over the validated text (it knows strings, multi-line strings holding
-  ``[`` or ``=``, arrays and inline tables over several lines, and comments).
+  ``[`` or ``=``, arrays and inline tables over several lines, and comments). Lines of the common shapes (a bare
+  key with a one-line scalar or flat array, a plain ``[a.b]`` header) are read by one regular expression each.
+* **Blocks** are built here as ``ArtifactBuilder.add_block`` builds them (same fields in the same order, the same
+  truncation marks and ``coverage.lost`` entries; tests check blocks against it), which is ~3x cheaper than
+  calling it per key. The common blocks skip ``clean_str``: strict UTF-8 decoding and TOML's escapes (which refuse
+  surrogates) never produce a lone surrogate.
 * **toml_table** block per ``[table]`` header and per ``[[array]]`` element: text is the header line as written
   (trimmed, a trailing comment kept), ``section_path`` and ``keys`` as below, ``parent`` the nearest enclosing table
   block written earlier. Tables never written as a header (``a`` in ``[a.b]``) get no block. An array-of-tables
@@ -53,18 +65,40 @@ import re
 import sys
 import tomllib
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
-from shared.artifact_builder import ArtifactBuilder, make_locator
-from shared.contract import INT64_MAX, INT64_MIN, MAX_NESTING, ErrorCode, ExtractionError
+from shared.artifact_builder import ArtifactBuilder, clean_str
+from shared.contract import (
+    INT64_MAX,
+    INT64_MIN,
+    LOST_EXACT_KEYS,
+    LOST_SECTION_PATH,
+    MAX_KEY_CHARS,
+    MAX_KEYS,
+    MAX_NESTING,
+    MAX_SECTION_CHARS,
+    MAX_SECTION_ENTRIES,
+    ErrorCode,
+    ExtractionError,
+)
+
+try:
+    import toml_rs
+except ImportError:  # pragma: no cover - an install without it reads with tomllib alone
+    toml_rs = None
 
 PARSER: Final = "loom-toml"
-PARSER_VERSION: Final = f"1+tomllib-py{sys.version_info.major}.{sys.version_info.minor}"
+PARSER_VERSION: Final = f"1+tomllib-py{sys.version_info.major}.{sys.version_info.minor}" + (
+    f"+toml-rs{toml_rs.__version__}" if toml_rs is not None else ""
+)
 OUTPUT_RESERVE: Final = 64 * 1024  # bytes of the output budget kept for coverage and the artifact's frame
 MAX_VALUE_DEPTH: Final = MAX_NESTING - 1  # the value sits in attrs, which counts one level itself
+# toml-rs recurses once per open array or inline table (~2 KiB of C stack each) with no limit of its own; deeper
+# text goes to tomllib. Values past MAX_VALUE_DEPTH are left out of the artifact anyway.
+RS_MAX_DEPTH: Final = 32
 
 _UTF8_NAMES: Final = frozenset({"utf-8", "utf-8-sig"})
 _BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
@@ -78,18 +112,49 @@ _ML_BASIC_RE: Final = re.compile(r'"""(?:[^"\\]|\\[\s\S]|"(?!""))*"{3,5}')
 _DATETIME_RE: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:\d{2})?)?"
 )
-# a bare key = a basic string without escapes or a plain scalar (a date-time may have a space), to the line's end
-_SIMPLE_KV_RE: Final = re.compile(
-    r"([A-Za-z0-9_-]+)[ \t]*=[ \t]*"
-    r'("[^"\\\n]*"(?!")|[^\s,\[\]{}#"\']+(?: \d{2}:\d{2}[^\s#,\]}]*)?)'
-    r"[ \t]*(#[^\n]*)?(?=\n|\r\n|$)"
-)
-_SIMPLE_HEADER_RE: Final = re.compile(r"\[([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\][ \t]*(#[^\n]*)?(?=\n|\r\n|$)")
 _SCALAR_RE: Final = re.compile(r"[^\s,\]}#]+")
 _BRACKET_SPECIAL_RE: Final = re.compile(r"[\[\]{}\"'#]")
 _ESCAPE_RE: Final = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
 _SIMPLE_ESCAPES: Final = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
 _ERROR_POS_RE: Final = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+# One item of the common shapes, with the blank lines and comments before it (the scanner's fast path; anything
+# else goes to TomlScanner.item). Over valid TOML: 1 what precedes the item, 2 a bare key, 3 its value as written
+# (a basic string without escapes, a literal string, a scalar, which may be a date-time with a space, or a
+# one-line array of those without nesting), 4 a plain table header's dotted bare keys, 5 a trailing comment with
+# the blanks before it. The groups are possessive: a line that does not fit fails at once.
+_ONE_LINE_STRING: Final = r"\"[^\"\\\n]*\"(?!\")|'[^'\n]*'(?!')"
+_LINE_RE: Final = re.compile(
+    r"((?:[ \t\r\n]|#[^\n]*)*+)"
+    r"(?:([A-Za-z0-9_-]+)[ \t]*=[ \t]*"
+    r"(" + _ONE_LINE_STRING + r"|\[(?:[^\[\]{}#'\"\n]|" + _ONE_LINE_STRING + r")*+\]"
+    r"|[^\s,\[\]{}#\"']+(?: \d{2}:\d{2}[^\s#,\]}]*)?)"
+    r"|\[([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\])"
+    r"([ \t]*#[^\n]*)?[ \t]*(?=\r?\n|\Z)"
+)
+
+# The guard before toml-rs: an upper bound of how deep its parser can nest, from the tokens its lexer (toml_parser's:
+# context-free, a quote, '#' or bracket always starts a token of its own) sees. Plain text, comments and strings are
+# skipped whole, as that lexer skips them: a string where one can start (after a blank, a newline, '=', '[', '{',
+# ',' or '.', or at the start) and well formed (TOML's characters and escapes, closed on its line); a comment up to
+# a newline. Brackets that hold no bracket are skipped as a pair too (they add one level at most). What is left is
+# returned: the other brackets, and any other quote or '#', which make the text go to tomllib (it is invalid there,
+# and where exactly toml-rs's lexer resumes after it would be guesswork).
+_CTRL: Final = r"\x00-\x08\x0a-\x1f\x7f"  # control characters (tab allowed) TOML refuses in strings and comments
+_CTRL_ML: Final = r"\x00-\x08\x0b-\x1f\x7f"  # the same less the newline (a CR only as CRLF)
+_HEX_ESC: Final = r"u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}"
+_SKIPPED: Final = (
+    r"[^\"'#\[\]{}]++"
+    rf"|#[^{_CTRL}]*+(?=\r?\n|\Z)"
+    r"|(?<![^ \t\n=\[{,.])(?:"
+    rf'"""(?:[^"\\{_CTRL_ML}]++|\r\n|\\(?:[btnfr"\\]|{_HEX_ESC}|[ \t]*\r?\n)|"(?!""))*+"{{3,5}}'
+    rf"|'''(?:[^'{_CTRL_ML}]++|\r\n|'(?!''))*+'{{3,5}}"
+    rf'|"(?:[^"\\{_CTRL}]++|\\(?:[btnfr"\\]|{_HEX_ESC}))*+"'
+    rf"|'[^'{_CTRL}]*+'"
+    r")"
+)
+_NEST_RE: Final = re.compile(rf"(?:{_SKIPPED}|\[(?:{_SKIPPED})*+\]|\{{(?:{_SKIPPED})*+\}})*+([\[\]{{}}\"'#]|\Z)")
+_OPENER_OF: Final = {"]": "[", "}": "{"}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -168,7 +233,14 @@ def json_value(value: Any, depth: int = 1) -> tuple[Any, str]:
     if depth > MAX_VALUE_DEPTH:
         raise _TooDeep
     if isinstance(value, list):
-        return [json_value(v, depth + 1)[0] for v in value], "array"
+        out = []
+        for v in value:  # the common elements without a call each
+            cls = v.__class__
+            if cls is str or (cls is int and INT64_MIN <= v <= INT64_MAX):
+                out.append(v)
+            else:
+                out.append(json_value(v, depth + 1)[0])
+        return out, "array"
     if isinstance(value, dict):
         return {k: json_value(v, depth + 1)[0] for k, v in value.items()}, "table"
     raise TypeError(f"unexpected TOML value {type(value).__name__}")  # pragma: no cover
@@ -243,7 +315,45 @@ def decode_toml(data: bytes, encoding_option: str | None) -> tuple[str, bool]:
         ) from None
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Parsing
+
+
+def nesting_bound(text: str) -> int | None:
+    """An upper bound of how deep arrays and inline tables nest in ``text`` as toml-rs's lexer reads it, or None
+    where that cannot be told without its error recovery (stray quotes, unclosed strings, unmatched brackets)."""
+    open_: list[str] = []
+    deepest = 0
+    for ch in "".join(_NEST_RE.findall(text)):
+        if ch in "[{":
+            open_.append(ch)
+            deepest = max(deepest, len(open_))
+        elif open_ and open_[-1] == _OPENER_OF.get(ch):
+            open_.pop()
+        else:
+            return None
+    return deepest + 1  # a pair skipped whole may sit on the deepest
+
+
+def _rs_safe(text: str) -> bool:
+    if text.startswith("\ufeff"):  # a second BOM: toml-rs skips one, TOML allows none here
+        return False
+    if text.count("[") + text.count("{") <= RS_MAX_DEPTH:
+        return True
+    bound = nesting_bound(text)
+    return bound is not None and bound <= RS_MAX_DEPTH
+
+
 def _load(text: str) -> dict[str, Any]:
+    if toml_rs is not None and _rs_safe(text):
+        try:
+            return toml_rs.loads(text, toml_version="1.0.0")  # type: ignore[no-any-return]
+        except Exception:  # noqa: S110 - tomllib decides every refusal and words its message
+            pass
+    return _load_tomllib(text)
+
+
+def _load_tomllib(text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -282,7 +392,7 @@ def _char_at_error(text: str, msg: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The scanner (over text tomllib has accepted)
+# The scanner (over text the parser has accepted)
 
 
 @dataclass(slots=True)
@@ -303,51 +413,31 @@ class KeyValue:
 
 
 class TomlScanner:
-    """Positions of headers and key/value pairs in valid TOML text."""
+    """Positions of headers and key/value pairs in valid TOML text (the general case: the extraction loop reads
+    the common lines with ``_LINE_RE``)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.n = len(text)
 
-    def items(self) -> Iterator[Header | KeyValue]:
-        text, n = self.text, self.n
-        pos = 0
-        simple_kv = _SIMPLE_KV_RE.match
-        simple_header = _SIMPLE_HEADER_RE.match
-        while True:
-            pos = _WS_COMMENTS_RE.match(text, pos).end()  # type: ignore[union-attr]
-            if pos >= n:
-                return
-            m = simple_kv(text, pos)
-            if m is not None:  # the common line: bare key = one-line value
-                end = m.end(3) if m.group(3) is not None else m.end(2)
-                yield KeyValue([m.group(1)], pos, m.start(2), m.end(2), self._trim(pos, end))
-                pos = m.end()
-                continue
-            if text[pos] == "[":
-                m = simple_header(text, pos)
-                if m is not None:
-                    end = m.end(2) if m.group(2) is not None else m.end(1) + 1
-                    yield Header(m.group(1).split("."), False, pos, self._trim(pos, end))
-                    pos = m.end()
-                    continue
-                is_array = text.startswith("[[", pos)
-                p = pos + (2 if is_array else 1)
-                parts, p = self.key(p)
-                p = _SPACES_RE.match(text, p).end()  # type: ignore[union-attr]
-                p += 2 if is_array else 1
-                end = _REST_OF_LINE_RE.match(text, p).end()  # type: ignore[union-attr]
-                yield Header(parts, is_array, pos, self._trim(pos, end))
-                pos = end
-                continue
-            parts, p = self.key(pos)
+    def item(self, pos: int) -> tuple[Header | KeyValue, int]:
+        """The header or key/value pair at ``pos`` (its first character) and where the scan goes on."""
+        text = self.text
+        if text[pos] == "[":
+            is_array = text.startswith("[[", pos)
+            p = pos + (2 if is_array else 1)
+            parts, p = self.key(p)
             p = _SPACES_RE.match(text, p).end()  # type: ignore[union-attr]
-            p += 1  # '='
-            vstart = _SPACES_RE.match(text, p).end()  # type: ignore[union-attr]
-            vend = self.value_end(vstart)
-            end = _REST_OF_LINE_RE.match(text, vend).end()  # type: ignore[union-attr]
-            yield KeyValue(parts, pos, vstart, vend, self._trim(vstart, end))
-            pos = end
+            p += 2 if is_array else 1
+            end = _REST_OF_LINE_RE.match(text, p).end()  # type: ignore[union-attr]
+            return Header(parts, is_array, pos, self._trim(pos, end)), end
+        parts, p = self.key(pos)
+        p = _SPACES_RE.match(text, p).end()  # type: ignore[union-attr]
+        p += 1  # '='
+        vstart = _SPACES_RE.match(text, p).end()  # type: ignore[union-attr]
+        vend = self.value_end(vstart)
+        end = _REST_OF_LINE_RE.match(text, vend).end()  # type: ignore[union-attr]
+        return KeyValue(parts, pos, vstart, vend, self._trim(vstart, end)), end
 
     def _trim(self, start: int, end: int) -> int:
         text = self.text
@@ -432,23 +522,65 @@ class TomlScanner:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Blocks
+
+
+def make_block(
+    builder: ArtifactBuilder,
+    index: int,
+    type: str,
+    text: str,
+    *,
+    parent: str | None,
+    section_path: Sequence[str],
+    locator: dict[str, Any],
+    keys: Sequence[str],
+    attrs: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The block ``builder.add_block`` would append as block ``index`` (ids ``b0``, ``b1``...), with its section
+    path and keys cut and marked the same way (and the same ``builder.lose``), for the values this module passes:
+    JSON values without NaN, big integers or nesting past the contract's, the parent an earlier block."""
+    block_attrs = dict(attrs) if attrs else {}
+    block: dict[str, Any] = {"id": f"b{index}", "type": type, "text": clean_str(text)}
+    if parent is not None:
+        block["parent"] = parent
+    section = [clean_str(p) for p in section_path[:MAX_SECTION_ENTRIES]]
+    section_cut = len(section_path) > MAX_SECTION_ENTRIES
+    for i, p in enumerate(section):
+        if len(p) > MAX_SECTION_CHARS:
+            section[i] = p[:MAX_SECTION_CHARS]
+            section_cut = True
+    if section_cut:
+        block_attrs["section_truncated"] = True
+        builder.lose(LOST_SECTION_PATH)
+    block["section_path"] = section
+    block["locator"] = locator
+    out: list[str] = []
+    seen: set[str] = set()
+    keys_cut = False
+    for raw in keys:
+        k = clean_str(raw)
+        if len(k) > MAX_KEY_CHARS:
+            keys_cut = True
+            continue
+        if k in seen:
+            continue
+        if len(out) >= MAX_KEYS:
+            keys_cut = True
+            break
+        seen.add(k)
+        out.append(k)
+    if keys_cut:
+        block_attrs["keys_truncated"] = True
+        builder.lose(LOST_EXACT_KEYS)
+    block["keys"] = out
+    if block_attrs:
+        block["attrs"] = block_attrs
+    return block
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Entry point
-
-
-class _Lines:
-    """1-based line numbers of increasing offsets."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-        self.line = 1
-
-    def at(self, offset: int) -> int:
-        if offset < self.pos:
-            self.pos, self.line = 0, 1
-        self.line += self.text.count("\n", self.pos, offset)
-        self.pos = offset
-        return self.line
 
 
 def _byte_estimate(s: str) -> int:
@@ -457,7 +589,7 @@ def _byte_estimate(s: str) -> int:
 
 def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     text, bom = decode_toml(data, request.encoding)
-    # tomllib's values and the blocks are trees without cycles: the cyclic collector's passes over their many
+    # the values and the blocks are trees without cycles: the cyclic collector's passes over their many
     # containers would cost a third of the time and free nothing
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -468,6 +600,59 @@ def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             gc.enable()
 
 
+def _open_table(
+    doc: dict[str, Any], item_parts: list[str], is_array: bool, aot_index: dict[str, int]
+) -> tuple[Any, list[str], list[str]]:
+    """The node a header names, its concrete path segments (with array-of-tables indices) and generic ones."""
+    node: Any = doc
+    concrete: list[str] = []
+    generic: list[str] = []
+    last = len(item_parts) - 1
+    for k, part in enumerate(item_parts):
+        seg = segment(part)
+        node = node[part]
+        generic.append(seg)
+        if isinstance(node, list):
+            path_so_far = ".".join([*concrete, seg])
+            if k == last and is_array:
+                idx = aot_index.get(path_so_far, -1) + 1
+                aot_index[path_so_far] = idx
+            else:
+                idx = aot_index.get(path_so_far, len(node) - 1)
+            node = node[idx]
+            seg = f"{seg}[{idx}]"
+        concrete.append(seg)
+    return node, concrete, generic
+
+
+def _list_value(value: list[Any]) -> list[Any]:
+    """``json_value`` of a top-level array, its common elements without a call each."""
+    out = []
+    for v in value:
+        cls = v.__class__
+        if cls is str or (cls is int and INT64_MIN <= v <= INT64_MAX):
+            out.append(v)
+        else:
+            out.append(json_value(v, 2)[0])
+    return out
+
+
+def _datetime_value(value: dt.datetime, offsets: dict[Any, tuple[int, str]]) -> tuple[str, str]:
+    """``json_value`` of a date-time: ISO text, with the offset spelled as ``_offset_text`` does (kept per time
+    zone: the parsers give fixed offsets)."""
+    tz = value.tzinfo
+    if tz is None:
+        return value.isoformat(), "datetime-local"
+    if tz.__class__ is not dt.timezone:
+        return json_value(value)
+    iso = value.isoformat()
+    known = offsets.get(tz)
+    if known is None:
+        base = value.replace(tzinfo=None).isoformat()
+        known = offsets[tz] = (len(iso) - len(base), _offset_text(value))
+    return iso[: -known[0]] + known[1], "datetime"
+
+
 def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
     doc = _load(text)
     builder = ArtifactBuilder(
@@ -475,51 +660,221 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
     )
     if bom:
         builder.warn("a UTF-8 byte-order mark at the start of the file was dropped")
-    lines = _Lines(text)
+    blocks = builder.blocks
+    append = blocks.append
     out_budget = max(0, request.max_output_bytes - OUTPUT_RESERVE)
     spent = 0
     total = 0
     extracted = 0
     cut_line: int | None = None
-    # the current table: concrete path [(segment text, node)], its block id, its section path
-    table_node: dict[str, Any] = doc
-    table_path = ""
-    generic_path = ""
-    section: list[str] = []
-    parent: str | None = None
+    # the table the keys are in: its node, path + "." (none at the top level), generic path + "." when it differs
+    # (under an array of tables), section path, whether that goes into blocks uncut, and its block
+    t_node: dict[str, Any] = doc
+    t_prefix = ""
+    t_gprefix: str | None = None
+    t_section: list[str] = []
+    t_fits = True
+    t_parent: str | None = None
     aot_index: dict[str, int] = {}  # concrete path of an array of tables -> its current element
     blocks_by_path: dict[str, str] = {}
     seg_cache: dict[str, str] = {}
-    for item in TomlScanner(text).items():
-        if isinstance(item, Header):
+    offsets: dict[Any, tuple[int, str]] = {}
+    scanner = TomlScanner(text)
+    line_match: Callable[..., re.Match[str] | None] = _LINE_RE.match
+    n = len(text)
+    pos = 0
+    line = 1  # the line ``pos`` is on
+    item: Header | KeyValue
+    while True:
+        m = line_match(text, pos)
+        if m is not None:
+            before, key, value_text, header, comment = m.groups()
+            if before == "\n":
+                line += 1
+            elif before:
+                line += before.count("\n")
+            pos = m.end()
+            if key is not None:  # ---- the common key: bare, with a one-line value
+                total += 1
+                if cut_line is not None:
+                    continue
+                if comment is not None:
+                    value_text += comment.rstrip(" \t\r")
+                value = t_node[key]
+                cls = value.__class__
+                if cls is str:
+                    vtype = "string"
+                elif cls is int:
+                    if not INT64_MIN <= value <= INT64_MAX:
+                        raise _big_int_error(line)
+                    vtype = "integer"
+                elif cls is bool:
+                    vtype = "bool"
+                elif cls is float and value - value == 0.0:  # finite
+                    vtype = "float"
+                elif cls is list:  # one line, no nesting: never too deep
+                    try:
+                        value = _list_value(value)
+                    except _BigInt:
+                        raise _big_int_error(line) from None
+                    vtype = "array"
+                elif cls is dt.datetime:
+                    value, vtype = _datetime_value(value, offsets)
+                else:  # a date, a time, NaN or an infinity (never an inline table: _LINE_RE takes no '{')
+                    value, vtype = json_value(value)
+                key_path = t_prefix + key
+                block_text = f"{key_path} = {value_text}"
+                if t_gprefix is None:
+                    keys = [key_path]
+                    cost = 3 * (len(key_path) + 8) + 200
+                else:
+                    keys = [key_path, t_gprefix + key]
+                    cost = 4 * (len(key_path) + 8) + 200
+                cost += 2 * (len(block_text) if block_text.isascii() else len(block_text.encode()))
+                if spent + cost > out_budget:
+                    cut_line = line
+                    continue
+                spent += cost
+                locator = {"line_start": line, "line_end": line, "key_path": key_path}
+                attrs = {"value": value, "value_type": vtype}
+                if not t_fits or len(key_path) > MAX_KEY_CHARS:
+                    append(
+                        make_block(
+                            builder,
+                            len(blocks),
+                            "toml_key",
+                            block_text,
+                            parent=t_parent,
+                            section_path=t_section,
+                            locator=locator,
+                            keys=keys,
+                            attrs=attrs,
+                        )
+                    )
+                elif t_parent is None:
+                    append(
+                        {
+                            "id": f"b{len(blocks)}",
+                            "type": "toml_key",
+                            "text": block_text,
+                            "section_path": [],
+                            "locator": locator,
+                            "keys": keys,
+                            "attrs": attrs,
+                        }
+                    )
+                else:
+                    append(
+                        {
+                            "id": f"b{len(blocks)}",
+                            "type": "toml_key",
+                            "text": block_text,
+                            "parent": t_parent,
+                            "section_path": t_section.copy(),
+                            "locator": locator,
+                            "keys": keys,
+                            "attrs": attrs,
+                        }
+                    )
+                extracted += 1
+                continue
+            # ---- a plain [a.b] header
+            start = m.start(4) - 1
+            tail = comment.rstrip(" \t\r") if comment is not None else ""
+            parts = header.split(".")
             node: Any = doc
-            concrete: list[str] = []
-            generic: list[str] = []
-            last = len(item.parts) - 1
-            for k, part in enumerate(item.parts):
-                seg = segment(part)
+            for part in parts:
                 node = node[part]
-                generic.append(seg)
-                path_so_far = ".".join([*concrete, seg])
-                if isinstance(node, list):
-                    if k == last and item.is_array:
-                        idx = aot_index.get(path_so_far, -1) + 1
-                        aot_index[path_so_far] = idx
-                    else:
-                        idx = aot_index.get(path_so_far, len(node) - 1)
-                    node = node[idx]
-                    seg = f"{seg}[{idx}]"
-                concrete.append(seg)
-            table_node = node
-            section = concrete
+                if node.__class__ is list:  # under an array of tables: the general path below
+                    item = Header(parts, False, start, start + len(header) + 2 + len(tail))
+                    item_line = line
+                    break
+            else:  # bare segments only: the path is the header as written
+                t_node = node
+                t_prefix = header + "."
+                t_gprefix = None
+                t_section = parts
+                t_fits = len(parts) <= MAX_SECTION_ENTRIES and len(header) <= MAX_SECTION_CHARS
+                if cut_line is not None:
+                    continue
+                header_text = f"[{header}]{tail}"
+                cost = _byte_estimate(header_text) + 2 * len(header) + 160
+                if spent + cost > out_budget:
+                    cut_line = line
+                    continue
+                spent += cost
+                enclosing = None
+                path = header
+                while "." in path:
+                    path = path.rpartition(".")[0]
+                    enclosing = blocks_by_path.get(path)
+                    if enclosing is not None:
+                        break
+                t_parent = f"b{len(blocks)}"
+                locator = {"line_start": line, "line_end": line, "key_path": header}
+                if not t_fits or len(header) > MAX_KEY_CHARS:
+                    append(
+                        make_block(
+                            builder,
+                            len(blocks),
+                            "toml_table",
+                            header_text,
+                            parent=enclosing,
+                            section_path=parts,
+                            locator=locator,
+                            keys=[header],
+                            attrs=None,
+                        )
+                    )
+                elif enclosing is None:
+                    append(
+                        {
+                            "id": t_parent,
+                            "type": "toml_table",
+                            "text": header_text,
+                            "section_path": parts.copy(),
+                            "locator": locator,
+                            "keys": [header],
+                        }
+                    )
+                else:
+                    append(
+                        {
+                            "id": t_parent,
+                            "type": "toml_table",
+                            "text": header_text,
+                            "parent": enclosing,
+                            "section_path": parts.copy(),
+                            "locator": locator,
+                            "keys": [header],
+                        }
+                    )
+                blocks_by_path[header] = t_parent
+                continue
+        else:  # ---- anything else: the general scanner
+            p = _WS_COMMENTS_RE.match(text, pos).end()  # type: ignore[union-attr]
+            line += text.count("\n", pos, p)
+            if p >= n:
+                break
+            item, pos = scanner.item(p)
+            item_line = line
+            line += text.count("\n", p, pos)
+
+        if isinstance(item, Header):  # ---- a table header in general
+            node, concrete, generic = _open_table(doc, item.parts, item.is_array, aot_index)
             table_path = ".".join(concrete)
             generic_path = ".".join(generic)
+            t_node = node
+            t_prefix = table_path + "."
+            t_gprefix = None if generic_path == table_path else generic_path + "."
+            t_section = concrete
+            t_fits = len(concrete) <= MAX_SECTION_ENTRIES and all(len(s) <= MAX_SECTION_CHARS for s in concrete)
             if cut_line is not None:
                 continue
             header_text = text[item.start : item.end]
             cost = _byte_estimate(header_text) + 2 * len(table_path) + 160
             if spent + cost > out_budget:
-                cut_line = lines.at(item.start)
+                cut_line = item_line
                 continue
             spent += cost
             enclosing = None
@@ -527,33 +882,40 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
                 enclosing = blocks_by_path.get(".".join(concrete[:k]))
                 if enclosing is not None:
                     break
-            keys = [table_path] if table_path == generic_path else [table_path, generic_path]
-            line = lines.at(item.start)
-            parent = builder.add_block(
-                "toml_table",
-                header_text,
-                parent=enclosing,
-                section_path=section,
-                locator=make_locator(line_start=line, line_end=lines.at(item.end), key_path=table_path),
-                keys=keys,
-                attrs={"array_of_tables": True, "index": _last_index(concrete[-1])} if item.is_array else None,
+            t_parent = f"b{len(blocks)}"
+            append(
+                make_block(
+                    builder,
+                    len(blocks),
+                    "toml_table",
+                    header_text,
+                    parent=enclosing,
+                    section_path=concrete,
+                    locator={
+                        "line_start": item_line,
+                        "line_end": item_line + text.count("\n", item.start, item.end),
+                        "key_path": table_path,
+                    },
+                    keys=[table_path] if t_gprefix is None else [table_path, generic_path],
+                    attrs={"array_of_tables": True, "index": _last_index(concrete[-1])} if item.is_array else None,
+                )
             )
-            blocks_by_path[table_path] = parent
+            blocks_by_path[table_path] = t_parent
             continue
+
+        # ---- a key/value pair in general: dotted or quoted key, multi-line value, inline table, deep value
         total += 1
         if cut_line is not None:
             continue
-        value: Any = table_node
+        value = t_node
         for part in item.parts:
             value = value[part]
         key_segs = [seg_cache.get(p) or seg_cache.setdefault(p, segment(p)) for p in item.parts]
-        key_path = ".".join([table_path, *key_segs]) if table_path else ".".join(key_segs)
+        key_path = t_prefix + ".".join(key_segs)
         keys = [key_path]
-        if generic_path != table_path:
-            keys.append(".".join([generic_path, *key_segs]))
+        if t_gprefix is not None:
+            keys.append(t_gprefix + ".".join(key_segs))
         block_text = f"{key_path} = {text[item.value_start : item.end]}"
-        attrs: dict[str, Any]
-        line_start = lines.at(item.start)
         try:
             jv, vtype = json_value(value)
             attrs = {"value": jv, "value_type": vtype}
@@ -561,10 +923,10 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
                 _inline_keys(key_path, value, keys)
             ok = True
         except _BigInt:
-            raise _big_int_error(line_start) from None
+            raise _big_int_error(item_line) from None
         except _TooDeep:
             if _big_int(value):
-                raise _big_int_error(line_start) from None
+                raise _big_int_error(item_line) from None
             vtype = "array" if isinstance(value, list) else "table"
             attrs = {
                 "value": None,
@@ -574,26 +936,30 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
             ok = False
         cost = 2 * _byte_estimate(block_text) + (len(keys) + 2) * (len(key_path) + 8) + 200
         if spent + cost > out_budget:
-            cut_line = line_start
+            cut_line = item_line
             continue
         spent += cost
-        builder.add_block(
-            "toml_key",
-            block_text,
-            parent=parent if table_path else None,
-            section_path=section,
-            locator=make_locator(
-                line_start=line_start,
-                line_end=line_start + text.count("\n", item.start, item.value_end),
-                key_path=key_path,
-            ),
-            keys=keys,
-            attrs=attrs,
+        append(
+            make_block(
+                builder,
+                len(blocks),
+                "toml_key",
+                block_text,
+                parent=t_parent if t_section else None,
+                section_path=t_section,
+                locator={
+                    "line_start": item_line,
+                    "line_end": item_line + text.count("\n", item.start, item.value_end),
+                    "key_path": key_path,
+                },
+                keys=keys,
+                attrs=attrs,
+            )
         )
         if ok:
             extracted += 1
         else:
-            builder.fail(f"key {key_path} (line {line_start})", attrs["value_omitted"])
+            builder.fail(f"key {key_path} (line {item_line})", attrs["value_omitted"])
     if cut_line is not None:
         builder.fail(
             f"keys from line {cut_line} on",

@@ -54,12 +54,12 @@ from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
     column_type,
-    cut_warning,
     format_datetime,
     format_time,
     format_timedelta,
     gc_paused,
     number_from_float,
+    report_cut,
     value_text,
 )
 from extract_fn.formats.zipsafe import open_package, read_member
@@ -507,7 +507,7 @@ def _add_sheet(
     nonempty_rows = [i for i, row in enumerate(grid) if any(filled(v) for v in row)]
     if not nonempty_rows:
         add_table(
-            builder, budget, name=name, columns=[], rows=[], row_number=lambda i: i + 1, header_rows=1,
+            builder, budget, name=name, columns=[], rows=[], first_row=1, header_rows=1,
             table_locator=make_locator(sheet=name), attrs=attrs, section_path=[name], sheet=name,
         )  # fmt: skip
         return 0, 0
@@ -546,13 +546,12 @@ def _add_sheet(
         name=name,
         columns=columns,
         rows=rows,
-        row_number=lambda i: header_row_no + 1 + i,
+        first_row=header_row_no + 1,
         header_rows=1,
         table_locator=make_locator(sheet=name, row_start=header_row_no, row_end=last + r0 + 1),
         attrs=attrs,
         section_path=[name],
         sheet=name,
     )
-    if kept < total:
-        builder.warn(cut_warning(f"sheet {name!r}", kept, total, request.max_output_bytes))
+    report_cut(builder, f"sheet {name!r}", kept, total, request.max_output_bytes, first_row=header_row_no + 1)
     return total, kept

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 
 import orjson
 
-from shared.orchestration import outbox
-from shared.orchestration.jobs import Change, EventDraft, Job, JobState, mutate
+from shared.orchestration.jobs import Change, EventDraft, Job, JobState
+from shared.orchestration.outbox import JobHandle
 from shared.orchestration.runtime import Deps
 from shared.orchestration.status import JobStatus
 
@@ -39,10 +39,11 @@ def cancel_job(job_id: str, deps: Deps, reason: str | None = None) -> CancelResu
             (EventDraft(JobStatus.CANCELED, reason=text),),
         )
 
-    job, changed = mutate(deps.store, job_id, decide)
+    handle = JobHandle.of(deps, job_id)
+    job, changed = handle.mutate(decide)
     if job is None:
         return CancelResult(job_id, False, False, None)
-    outbox.settle(job_id, deps.store, deps.publisher)
+    handle.settle()
     return CancelResult(job_id, True, changed, str(job.state))
 
 

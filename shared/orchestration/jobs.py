@@ -14,7 +14,10 @@ PartitionKey           RowKey              what
 
 Every state change writes the job entity (``If-Match`` its ETag) and its new events in one entity group transaction
 (same partition), so an event is recorded exactly when its state change is, and a lost race (HTTP 412) changes
-nothing. The sweeper reads the ``active`` partition only: finished jobs are never scanned.
+nothing. The same transaction may also claim earlier outbox entries for publishing (``If-Match`` their ETags) and
+delete entries its writer has already published, so the outbox costs no transactions of its own while a handler
+keeps changing the job. ``load`` reads the job and its outbox in one request (a query of the job's partition). The
+sweeper reads the ``active`` partition only: finished jobs are never scanned.
 
 The index entity is written before the job is created, and removed only once the job is terminal with an empty
 outbox, so it always covers every job that needs attention (an index entry whose job does not exist is dropped by
@@ -47,8 +50,8 @@ JOB_ROW: Final = "job"
 EVENT_ROW_PREFIX: Final = "evt-"
 ACTIVE_PARTITION: Final = "active"
 MAX_REASON_CHARS: Final = 2000
-_TX_LIMIT: Final = 100
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)  # entity group transactions hold at most 100 operations
+TX_LIMIT: Final = 100  # entity group transactions hold at most 100 operations
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class JobState(enum.StrEnum):
@@ -64,7 +67,11 @@ TERMINAL_STATES: Final = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobStat
 
 
 class JobConflict(Exception):
-    """Someone else changed the job since it was read (ETag mismatch)."""
+    """Someone else changed the job (or its outbox) since it was read (ETag mismatch, an entry gone)."""
+
+
+class JobExists(Exception):
+    """``insert`` found the job already there."""
 
 
 def utcnow() -> datetime:
@@ -258,45 +265,88 @@ class JobStore:
         except ResourceNotFoundError:
             return None
 
-    def create(self, job: Job, drafts: Sequence[EventDraft]) -> tuple[Job, bool]:
-        """Create the job (and its first events) if absent. Returns (the stored job, whether this call created it)."""
+    def load(self, job_id: str) -> tuple[Job | None, list[PendingEvent]]:
+        """The job and its outbox (in sequence order) in one request: a query of the job's partition."""
+        job: Job | None = None
+        pending: list[PendingEvent] = []
+        for row in self.table.query_entities("PartitionKey eq @pk", parameters={"pk": job_id}):
+            key = row["RowKey"]
+            if key == JOB_ROW:
+                job = _from_entity(row)
+            elif key.startswith(EVENT_ROW_PREFIX):
+                pending.append(_pending(row))
+        return job, sorted(pending, key=lambda p: p.event.sequence)
+
+    def add_to_index(self, job_id: str, created_at: datetime) -> None:
+        """Put the job in the ``active`` index (before it is created, so the index covers it from the start)."""
         self.table.upsert_entity(
-            {"PartitionKey": ACTIVE_PARTITION, "RowKey": job.job_id, "CreatedAt": job.created_at},
-            mode=UpdateMode.MERGE,
+            {"PartitionKey": ACTIVE_PARTITION, "RowKey": job_id, "CreatedAt": created_at}, mode=UpdateMode.MERGE
         )
+
+    def insert(
+        self, job: Job, drafts: Sequence[EventDraft], *, claim_until: datetime | None = None
+    ) -> tuple[Job, list[StatusEvent]]:
+        """Create the job and its first events in one transaction; ``JobExists`` if it is there already.
+
+        ``claim_until``: the new events are created claimed for publishing by the caller (see ``claim``)."""
         stored, events = self._with_events(job, drafts)
         ops: list[Any] = [("create", _to_entity(stored))]
-        ops += [("create", self._event_entity(ev)) for ev in events]
+        ops += [("create", self._event_entity(ev, claim_until)) for ev in events]
         try:
             result = self.table.submit_transaction(ops)
         except TableTransactionError as exc:
             if exc.status_code == 409:
-                existing = self.get(job.job_id)
-                if existing is not None:
-                    return existing, False
+                raise JobExists(job.job_id) from None
             raise
-        return replace(stored, etag=result[0].get("etag")), True
+        return replace(stored, etag=result[0].get("etag")), events
+
+    def create(self, job: Job, drafts: Sequence[EventDraft]) -> tuple[Job, bool]:
+        """Index and create the job (and its first events) if absent. Returns (the stored job, whether created)."""
+        self.add_to_index(job.job_id, job.created_at)
+        try:
+            stored, _ = self.insert(job, drafts)
+        except JobExists:
+            existing = self.get(job.job_id)
+            if existing is None:
+                raise
+            return existing, False
+        return stored, True
 
     def save(self, job: Job, drafts: Sequence[EventDraft] = ()) -> Job:
         """Replace the job entity if unchanged since ``job.etag`` was read, adding ``drafts`` to its outbox."""
+        return self.commit(job, drafts)[0]
+
+    def commit(
+        self,
+        job: Job,
+        drafts: Sequence[EventDraft] = (),
+        *,
+        claim_until: datetime | None = None,
+        claim: Sequence[PendingEvent] = (),
+        delete: Sequence[int] = (),
+    ) -> tuple[Job, list[StatusEvent]]:
+        """One state change, in one transaction: replace the job ``If-Match`` ``job.etag``, create its events
+        (claimed until ``claim_until`` if given), claim the earlier outbox entries ``claim`` (``If-Match`` their
+        ETags) and delete the (already published) entries ``delete``.
+
+        ``JobConflict`` when the job changed since it was read, or an entry to claim or delete changed or is gone:
+        nothing was written. Returns the stored job (with its new ETag) and its new events."""
         if job.etag is None:
-            raise ValueError("save needs the ETag of the job version it changes")
+            raise ValueError("a state change needs the ETag of the job version it changes")
         stored, events = self._with_events(job, drafts)
-        ops: list[Any] = [
-            (
-                "update",
-                _to_entity(stored),
-                {"mode": UpdateMode.REPLACE, "etag": job.etag, "match_condition": MatchConditions.IfNotModified},
-            )
-        ]
-        ops += [("create", self._event_entity(ev)) for ev in events]
+        if 1 + len(events) + len(claim) + len(delete) > TX_LIMIT:
+            raise ValueError("too many operations for one transaction")
+        ops: list[Any] = [("update", _to_entity(stored), _if_match(job.etag))]
+        ops += [("create", self._event_entity(ev, claim_until)) for ev in events]
+        ops += [("update", self._event_entity(p.event, claim_until), _if_match(p.etag)) for p in claim]
+        ops += [("delete", {"PartitionKey": job.job_id, "RowKey": _event_row(seq)}) for seq in delete]
         try:
             result = self.table.submit_transaction(ops)
         except TableTransactionError as exc:
             if exc.status_code in (404, 409, 412):
                 raise JobConflict(f"job {job.job_id} changed concurrently ({exc.status_code})") from None
             raise
-        return replace(stored, etag=result[0].get("etag"))
+        return replace(stored, etag=result[0].get("etag")), events
 
     def _with_events(self, job: Job, drafts: Sequence[EventDraft]) -> tuple[Job, list[StatusEvent]]:
         now_iso = iso(job.updated_at)
@@ -321,12 +371,19 @@ class JobStore:
                     result_urls=d.result_urls,
                 )
             )
-        if len(events) + 1 > _TX_LIMIT:
+        if len(events) + 1 > TX_LIMIT:
             raise ValueError("too many events for one state change")
         return replace(job, sequence=seq), events
 
-    def _event_entity(self, event: StatusEvent) -> dict[str, Any]:
-        return {"PartitionKey": event.job_id, "RowKey": _event_row(event.sequence), "Body": event.to_json().decode()}
+    def _event_entity(self, event: StatusEvent, claimed_until: datetime | None = None) -> dict[str, Any]:
+        entity: dict[str, Any] = {
+            "PartitionKey": event.job_id,
+            "RowKey": _event_row(event.sequence),
+            "Body": event.to_json().decode(),
+        }
+        if claimed_until is not None:
+            entity["ClaimedUntil"] = claimed_until
+        return entity
 
     # -----------------------------------------------------------------------------------------------------------
     def pending_events(self, job_id: str) -> list[StatusEvent]:
@@ -338,24 +395,11 @@ class JobStore:
             "PartitionKey eq @pk and RowKey ge @lo and RowKey lt @hi",
             parameters={"pk": job_id, "lo": EVENT_ROW_PREFIX, "hi": EVENT_ROW_PREFIX[:-1] + "."},
         )
-        out = [
-            PendingEvent(StatusEvent.from_json(r["Body"]), r.metadata.get("etag"), _dt(r.get("ClaimedUntil")))
-            for r in rows
-        ]
-        return sorted(out, key=lambda p: p.event.sequence)
+        return sorted((_pending(r) for r in rows), key=lambda p: p.event.sequence)
 
     def claim(self, job_id: str, entries: Sequence[PendingEvent], until: datetime) -> bool:
         """Mark outbox entries as being published by this caller (all or none, ETag-guarded)."""
-        ops: list[Any] = []
-        for p in entries[:_TX_LIMIT]:
-            entity = {**self._event_entity(p.event), "ClaimedUntil": until}
-            ops.append(
-                (
-                    "update",
-                    entity,
-                    {"mode": UpdateMode.REPLACE, "etag": p.etag, "match_condition": MatchConditions.IfNotModified},
-                )
-            )
+        ops: list[Any] = [("update", self._event_entity(p.event, until), _if_match(p.etag)) for p in entries[:TX_LIMIT]]
         try:
             self.table.submit_transaction(ops)
         except TableTransactionError as exc:
@@ -366,15 +410,19 @@ class JobStore:
 
     def release(self, job_id: str, sequences: Sequence[int]) -> None:
         """Drop this caller's publishing claim (publishing failed): the entries are claimable again at once."""
-        for seq in sequences:
-            with contextlib.suppress(ResourceNotFoundError):
-                self.table.update_entity(
-                    {"PartitionKey": job_id, "RowKey": _event_row(seq), "ClaimedUntil": _EPOCH}, mode=UpdateMode.MERGE
-                )
+        for start in range(0, len(sequences), TX_LIMIT):
+            chunk = sequences[start : start + TX_LIMIT]
+            entities = [{"PartitionKey": job_id, "RowKey": _event_row(seq), "ClaimedUntil": _EPOCH} for seq in chunk]
+            try:
+                self.table.submit_transaction([("update", e, {"mode": UpdateMode.MERGE}) for e in entities])
+            except TableTransactionError:  # one is gone (a concurrent publisher): one by one
+                for e in entities:
+                    with contextlib.suppress(ResourceNotFoundError):
+                        self.table.update_entity(e, mode=UpdateMode.MERGE)
 
     def delete_events(self, job_id: str, sequences: Sequence[int]) -> None:
-        for start in range(0, len(sequences), _TX_LIMIT):
-            chunk = sequences[start : start + _TX_LIMIT]
+        for start in range(0, len(sequences), TX_LIMIT):
+            chunk = sequences[start : start + TX_LIMIT]
             try:
                 self.table.submit_transaction(
                     [("delete", {"PartitionKey": job_id, "RowKey": _event_row(s)}) for s in chunk]
@@ -389,35 +437,21 @@ class JobStore:
         return [IndexEntry(r["RowKey"], _dt(r.get("CreatedAt"))) for r in rows]
 
     def remove_from_index(self, job_id: str) -> None:
-        self.table.delete_entity(ACTIVE_PARTITION, job_id)
+        self.table.delete_entity(ACTIVE_PARTITION, job_id)  # a missing entry is no error
+
+
+def _if_match(etag: str | None) -> dict[str, Any]:
+    return {"mode": UpdateMode.REPLACE, "etag": etag, "match_condition": MatchConditions.IfNotModified}
+
+
+def _pending(row: Any) -> PendingEvent:
+    return PendingEvent(StatusEvent.from_json(row["Body"]), row.metadata.get("etag"), _dt(row.get("ClaimedUntil")))
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
     job: Job
     events: tuple[EventDraft, ...] = ()
-
-
-def mutate(
-    store: JobStore, job_id: str, decide: Callable[[Job], Change | None], *, tries: int = 8
-) -> tuple[Job | None, bool]:
-    """Read-decide-write under ETag guard, re-deciding after a lost race.
-
-    ``decide`` gets the current job and returns the change to make, or None for none. Returns the job as it now
-    stands (None if it does not exist) and whether this call changed it.
-    """
-    for _ in range(tries):
-        job = store.get(job_id)
-        if job is None:
-            return None, False
-        change = decide(job)
-        if change is None:
-            return job, False
-        try:
-            return store.save(change.job, change.events), True
-        except JobConflict:
-            continue
-    raise JobConflict(f"job {job_id}: gave up after {tries} concurrent changes")
 
 
 def lease_until(now: datetime, seconds: float) -> datetime:

@@ -26,9 +26,9 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Final
 
-from shared.orchestration import outbox
 from shared.orchestration.backoff import delay_ms, resolve_tracking, stop_reason
-from shared.orchestration.jobs import Change, EventDraft, Job, JobState, mutate
+from shared.orchestration.jobs import Change, EventDraft, Job, JobState
+from shared.orchestration.outbox import JobHandle
 from shared.orchestration.outcomes import PollOutcome, PollStatus, poll_handler_for
 from shared.orchestration.results import (
     ResolvedResult,
@@ -72,14 +72,18 @@ def handle_poll_message(body: bytes | str, deps: Deps) -> PollResult:
     except PollMessageError as exc:
         log.warning("dropping a malformed poll message: %s", exc)
         return PollResult(Action.DROPPED, reason=str(exc))
-    claim = claim_attempt(msg, deps)
+    handle = JobHandle.of(deps, msg.job_id)
+    claim = claim_attempt(msg, deps, handle=handle)
     if isinstance(claim, PollResult):
         return claim
-    return complete_attempt(claim, poll_once(claim, deps), deps)
+    return complete_attempt(claim, poll_once(claim, deps), deps, handle=handle)
 
 
-def claim_attempt(msg: PollMessage, deps: Deps) -> Job | PollResult:
-    """Take the job's poll lease for ``msg.attempt``; a ``PollResult`` says why not (and re-enqueues if due)."""
+def claim_attempt(msg: PollMessage, deps: Deps, *, handle: JobHandle | None = None) -> Job | PollResult:
+    """Take the job's poll lease for ``msg.attempt``; a ``PollResult`` says why not (and re-enqueues if due).
+
+    One read (the job and its outbox) and one write (the lease, with LOOM's Processing event, published at once)."""
+    handle = handle or JobHandle.of(deps, msg.job_id)
     lease = uuid.uuid4().hex
     seen: list[str] = []
 
@@ -102,7 +106,7 @@ def claim_attempt(msg: PollMessage, deps: Deps) -> Job | PollResult:
         )
         return Change(replace(job, lease_id=lease, lease_until=until, updated_at=now), events)
 
-    job, changed = mutate(deps.store, msg.job_id, decide)
+    job, changed = handle.mutate(decide)
     if job is None:
         return PollResult(Action.DROPPED, msg.job_id, msg.attempt, reason="no such job")
     if changed:
@@ -119,8 +123,7 @@ def claim_attempt(msg: PollMessage, deps: Deps) -> Job | PollResult:
         remaining = _ms(job.lease_until - now)
         enqueue_poll(deps.poll_queue, job.job_id, msg.attempt, remaining)
         return PollResult(Action.BUSY, job.job_id, msg.attempt, str(job.state), next_delay_ms=int(remaining))
-    if job.terminal:
-        outbox.settle(job.job_id, deps.store, deps.publisher)  # finish publishing if an earlier run could not
+    handle.settle()  # finish publishing if an earlier run could not (and unindex a finished job)
     reason = f"job is {job.state}, expecting attempt {job.attempt}"
     return PollResult(Action.DROPPED, job.job_id, msg.attempt, str(job.state), reason=reason)
 
@@ -147,22 +150,28 @@ def poll_once(job: Job, deps: Deps) -> PollOutcome | ResultError:
     return outcome
 
 
-def complete_attempt(job: Job, outcome: PollOutcome | ResultError, deps: Deps) -> PollResult:
-    """Apply one attempt's outcome to the job (holding the lease taken by ``claim_attempt``)."""
+def complete_attempt(
+    job: Job, outcome: PollOutcome | ResultError, deps: Deps, *, handle: JobHandle | None = None
+) -> PollResult:
+    """Apply one attempt's outcome to the job (holding the lease taken by ``claim_attempt``).
+
+    ``handle``: the one ``claim_attempt`` wrote through (it holds the claimed job and its ETag, so the outcome is
+    written without reading the job again); without it the job is read first."""
+    h = handle if handle is not None and handle.job_id == job.job_id else JobHandle.of(deps, job.job_id)
     if isinstance(outcome, PollOutcome) and outcome.status == PollStatus.SUCCEEDED:
         try:
             location, urls = _handle_result(job, outcome, deps)
         except ResultError as exc:
             outcome_or_error: PollOutcome | ResultError = exc
         else:
-            return _finish(job, deps, succeeded=(location, urls, outcome))
+            return _finish(job, deps, h, succeeded=(location, urls, outcome))
     else:
         outcome_or_error = outcome
     if isinstance(outcome_or_error, ResultError):
-        return _result_failure(job, outcome_or_error, deps)
+        return _result_failure(job, outcome_or_error, deps, h)
     if outcome_or_error.status == PollStatus.FAILED:
-        return _finish(job, deps, failed=outcome_or_error.reason or "the extractor reported failure")
-    return _reschedule(job, outcome_or_error.reason or None, deps, result_failures=0)
+        return _finish(job, deps, h, failed=outcome_or_error.reason or "the extractor reported failure")
+    return _reschedule(job, outcome_or_error.reason or None, deps, h, result_failures=0)
 
 
 def _handle_result(job: Job, outcome: PollOutcome, deps: Deps) -> tuple[str | None, tuple[str, ...]]:
@@ -179,7 +188,7 @@ def _handle_result(job: Job, outcome: PollOutcome, deps: Deps) -> tuple[str | No
     return location, urls
 
 
-def _guarded(job: Job, deps: Deps, build: Change) -> tuple[Job | None, bool]:
+def _guarded(job: Job, handle: JobHandle, build: Change) -> tuple[Job | None, bool]:
     """Write ``build`` only if the job is still polling this attempt under our lease."""
 
     def decide(current: Job) -> Change | None:
@@ -187,12 +196,13 @@ def _guarded(job: Job, deps: Deps, build: Change) -> tuple[Job | None, bool]:
             return None
         return Change(replace(build.job, etag=current.etag, sequence=current.sequence), build.events)
 
-    return mutate(deps.store, job.job_id, decide)
+    return handle.mutate(decide)
 
 
 def _finish(
     job: Job,
     deps: Deps,
+    handle: JobHandle,
     *,
     failed: str | None = None,
     succeeded: tuple[str | None, tuple[str, ...], PollOutcome] | None = None,
@@ -221,26 +231,28 @@ def _finish(
             (EventDraft(JobStatus.FAILED, reason=failed, attempt=job.attempt),),
         )
         action = Action.FAILED
-    stored, changed = _guarded(job, deps, change)
-    outbox.settle(job.job_id, deps.store, deps.publisher)
+    stored, changed = _guarded(job, handle, change)
+    handle.settle()  # publish, clear the outbox, unindex the finished job
     if not changed:
         return _lost(job, stored)
     return PollResult(action, job.job_id, job.attempt, str(stored.state) if stored else None, reason=failed)
 
 
-def _result_failure(job: Job, error: ResultError, deps: Deps) -> PollResult:
+def _result_failure(job: Job, error: ResultError, deps: Deps, handle: JobHandle) -> PollResult:
     failures = job.result_failures + 1
     if error.permanent or failures >= deps.settings.result_max_attempts:
-        return _finish(job, deps, failed=f"result handling failed: {error.reason}")
-    return _reschedule(job, f"result handling failed, will retry: {error.reason}", deps, result_failures=failures)
+        return _finish(job, deps, handle, failed=f"result handling failed: {error.reason}")
+    return _reschedule(
+        job, f"result handling failed, will retry: {error.reason}", deps, handle, result_failures=failures
+    )
 
 
-def _reschedule(job: Job, reason: str | None, deps: Deps, *, result_failures: int) -> PollResult:
+def _reschedule(job: Job, reason: str | None, deps: Deps, handle: JobHandle, *, result_failures: int) -> PollResult:
     now = deps.now()
     tracking = resolve_tracking(job.config().job_tracking_config, deps.settings)
     stop = stop_reason(job.attempt, job.age_ms(now), tracking)
     if stop is not None:
-        return _finish(job, deps, failed=stop + (f" (last: {reason})" if reason else ""))
+        return _finish(job, deps, handle, failed=stop + (f" (last: {reason})" if reason else ""))
     next_attempt = job.attempt + 1
     delay = delay_ms(next_attempt, tracking)
     change = Change(
@@ -256,10 +268,10 @@ def _reschedule(job: Job, reason: str | None, deps: Deps, *, result_failures: in
         ),
         (EventDraft(JobStatus.PROCESSING, reason=reason, attempt=job.attempt),),
     )
-    stored, changed = _guarded(job, deps, change)
+    stored, changed = _guarded(job, handle, change)
+    handle.settle()  # published and cleared before the next attempt can start
     if changed:
         enqueue_poll(deps.poll_queue, job.job_id, next_attempt, delay)
-    outbox.settle(job.job_id, deps.store, deps.publisher)
     if not changed:
         return _lost(job, stored)
     return PollResult(Action.RESCHEDULED, job.job_id, job.attempt, str(JobState.POLLING), reason, next_delay_ms=delay)

@@ -9,7 +9,8 @@ each body becomes exactly one job whatever the redelivery:
    created as ``Failed`` with the reason;
 4. ``advance_job``: DOCSAI/DBRICKS are submitted (``Submitting`` is recorded *before* the POST, under a lease);
    the run id is recorded and the first poll message is enqueued with the backoff delay (``Started``).
-   LOOM jobs are not submitted: they go straight to ``Polling`` and their first poll performs the extract call.
+   LOOM jobs are not submitted: they are created ``Polling`` (events Queued and Started in the creating transaction)
+   and their first poll, enqueued at once, performs the extract call.
 
 Exactly-once submission: at most once, with detection. A job is submitted only by the caller that moved it from
 ``Queued`` to ``Submitting`` (ETag-guarded, so only one of any number of concurrent duplicates). If that caller
@@ -32,11 +33,11 @@ from typing import Final
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 
-from shared.orchestration import outbox
 from shared.orchestration.backoff import delay_ms, resolve_tracking
 from shared.orchestration.clients import SubmissionError, submit
 from shared.orchestration.events import AcceptedFileEvent, EventError, parse_accepted_event, poison_blob_name
-from shared.orchestration.jobs import Change, EventDraft, Job, JobState, mutate
+from shared.orchestration.jobs import Change, EventDraft, Job, JobState
+from shared.orchestration.outbox import JobHandle
 from shared.orchestration.registration import ExtractorConfig, NoUsableExtractor, RegistrationUnavailable
 from shared.orchestration.runtime import Deps
 from shared.orchestration.scheduling import enqueue_poll
@@ -138,11 +139,14 @@ def handle_accepted_event(body: bytes, deps: Deps, *, index: int = 0, park_error
 
 
 def accept_event(event: AcceptedFileEvent, deps: Deps) -> tuple[Job, bool]:
-    """Record the event's job if it is new, then move it forward. Returns (job, whether this call created it)."""
+    """Record the event's job if it is new, then move it forward. Returns (job, whether this call created it).
+
+    The job is created without reading first (a redelivery finds out from the create-if-absent transaction, then
+    reads the job once). A LOOM job is created ``Polling`` for attempt 1, with its Queued and Started events, in that
+    one transaction: it has nothing to be submitted, so its first poll message follows the creation at once.
+    """
     job_id = event.job_id()
-    existing = deps.store.get(job_id)
-    if existing is not None:
-        return advance_job(job_id, deps) or existing, False
+    handle = JobHandle.of(deps, job_id)
     now = deps.now()
     job = Job(
         job_id=job_id,
@@ -172,36 +176,52 @@ def accept_event(event: AcceptedFileEvent, deps: Deps) -> tuple[Job, bool]:
             extractor_config=config.to_json(),
             deadline=now + timedelta(milliseconds=tracking.max_duration_ms),
         )
-    stored, created = deps.store.create(job, drafts)
-    outbox.flush(job_id, deps.store, deps.publisher)
+        if config.extractor_type == "LOOM":
+            job = replace(job, state=JobState.POLLING, attempt=1, next_poll_at=now, last_delay_ms=0)
+            drafts.append(EventDraft(JobStatus.STARTED))
+    stored, created = handle.create(job, drafts)
     if not created:
-        return advance_job(job_id, deps) or stored, False
-    if stored.terminal:
-        outbox.settle(job_id, deps.store, deps.publisher)
-        return stored, True
-    return advance_job(job_id, deps) or stored, True
+        return advance_job(job_id, deps, handle=handle) or stored, False
+    if stored.state == JobState.QUEUED:  # submit (the submission's first write deletes the published Queued)
+        return advance_job(job_id, deps, handle=handle) or stored, True
+    handle.settle()  # delete the published events (and unindex a job that failed at once)
+    if stored.state == JobState.POLLING:  # LOOM: after the events, so the first poll finds a clean outbox
+        enqueue_poll(deps.poll_queue, job_id, stored.attempt, 0)
+    return stored, True
 
 
-def advance_job(job_id: str, deps: Deps) -> Job | None:
+def advance_job(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> Job | None:
     """Move a Queued job forward (submit, or schedule LOOM's first poll); fail a Submitting job whose lease ran out.
 
     Safe to call any number of times, concurrently: only the caller that wins the ETag race acts.
     """
-    job = deps.store.get(job_id)
+    handle = handle or JobHandle.of(deps, job_id)
+    job = handle.current()
     if job is None:
         return None
     if job.state == JobState.QUEUED:
         config = job.config()
         if config.extractor_type == "LOOM":
-            return start_loom(job_id, deps)
-        return submit_job(job_id, deps)
+            return start_loom(job_id, deps, handle=handle)
+        return submit_job(job_id, deps, handle=handle)
     if job.state == JobState.SUBMITTING and not job.lease_held(deps.now()):
-        return fail_job(job_id, UNKNOWN_OUTCOME, deps, only_states=(JobState.SUBMITTING,), require_lease_expired=True)
-    return job
+        return fail_job(
+            job_id,
+            UNKNOWN_OUTCOME,
+            deps,
+            only_states=(JobState.SUBMITTING,),
+            require_lease_expired=True,
+            handle=handle,
+        )
+    handle.settle()
+    return handle.job
 
 
-def start_loom(job_id: str, deps: Deps) -> Job | None:
-    """Queued -> Polling for attempt 1, due now; the first poll performs the LOOM extract call."""
+def start_loom(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> Job | None:
+    """Queued -> Polling for attempt 1, due now; the first poll performs the LOOM extract call.
+
+    (New LOOM jobs are created Polling; this moves a LOOM job that was recorded Queued.)"""
+    handle = handle or JobHandle.of(deps, job_id)
 
     def decide(job: Job) -> Change | None:
         if job.state != JobState.QUEUED:
@@ -212,17 +232,18 @@ def start_loom(job_id: str, deps: Deps) -> Job | None:
             (EventDraft(JobStatus.STARTED),),
         )
 
-    job, changed = mutate(deps.store, job_id, decide)
+    job, changed = handle.mutate(decide)
+    handle.settle()
     if changed and job is not None:
         enqueue_poll(deps.poll_queue, job_id, 1, 0)
-    outbox.flush(job_id, deps.store, deps.publisher)
     return job
 
 
-def begin_submission(job_id: str, deps: Deps) -> Job | None:
+def begin_submission(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> Job | None:
     """Queued -> Submitting under a fresh lease; the returned job (with ``lease_id``) is this caller's to submit.
 
     None when the job is not Queued any more (someone else is submitting, or it is finished)."""
+    handle = handle or JobHandle.of(deps, job_id)
     lease = uuid.uuid4().hex
 
     def decide(job: Job) -> Change | None:
@@ -239,15 +260,21 @@ def begin_submission(job_id: str, deps: Deps) -> Job | None:
             )
         )
 
-    job, changed = mutate(deps.store, job_id, decide)
+    job, changed = handle.mutate(decide)
+    # Normally nothing to do (the write deleted what creation had published); if it published events left over
+    # from an earlier run, delete them now, not after the (long) submission.
+    handle.settle()
     return job if changed else None
 
 
-def record_submission(job_id: str, lease_id: str, run_id: str, deps: Deps) -> Job | None:
+def record_submission(
+    job_id: str, lease_id: str, run_id: str, deps: Deps, *, handle: JobHandle | None = None
+) -> Job | None:
     """Submitting (our lease) -> Polling with the run id and attempt 1 due after the backoff delay; enqueue it.
 
     If the extractor has no pollingUrl the job fails (polling cannot start). A job canceled meanwhile stays
     canceled (the extractor's run is left to finish on its own)."""
+    handle = handle or JobHandle.of(deps, job_id)
     scheduled: list[int] = []
 
     def decide(job: Job) -> Change | None:
@@ -276,25 +303,26 @@ def record_submission(job_id: str, lease_id: str, run_id: str, deps: Deps) -> Jo
             (EventDraft(JobStatus.STARTED),),
         )
 
-    job, changed = mutate(deps.store, job_id, decide)
+    job, changed = handle.mutate(decide)
+    handle.settle()  # published and cleared before the first poll can start
     if changed and job is not None and job.state == JobState.POLLING:
         enqueue_poll(deps.poll_queue, job_id, 1, scheduled[0])
     return job
 
 
-def submit_job(job_id: str, deps: Deps) -> Job | None:
-    claimed = begin_submission(job_id, deps)
+def submit_job(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> Job | None:
+    handle = handle or JobHandle.of(deps, job_id)
+    claimed = begin_submission(job_id, deps, handle=handle)
     if claimed is None:
-        return deps.store.get(job_id)
+        return handle.job
     assert claimed.lease_id is not None
     try:
         submitted = submit(claimed, claimed.config(), deps.settings, sleep=deps.sleep)
     except SubmissionError as exc:
-        job = fail_job(job_id, exc.reason, deps, only_states=(JobState.SUBMITTING,), lease_id=claimed.lease_id)
-    else:
-        job = record_submission(job_id, claimed.lease_id, submitted.run_id, deps)
-    outbox.settle(job_id, deps.store, deps.publisher)
-    return job
+        return fail_job(
+            job_id, exc.reason, deps, only_states=(JobState.SUBMITTING,), lease_id=claimed.lease_id, handle=handle
+        )
+    return record_submission(job_id, claimed.lease_id, submitted.run_id, deps, handle=handle)
 
 
 def fail_job(
@@ -305,8 +333,10 @@ def fail_job(
     only_states: tuple[JobState, ...] | None = None,
     lease_id: str | None = None,
     require_lease_expired: bool = False,
+    handle: JobHandle | None = None,
 ) -> Job | None:
     """Mark a job Failed (with its event) unless it is already terminal or fails the given guards."""
+    handle = handle or JobHandle.of(deps, job_id)
 
     def decide(job: Job) -> Change | None:
         now = deps.now()
@@ -321,8 +351,8 @@ def fail_job(
             (EventDraft(JobStatus.FAILED, reason=reason, attempt=job.attempt or None),),
         )
 
-    job, _ = mutate(deps.store, job_id, decide)
-    outbox.settle(job_id, deps.store, deps.publisher)
+    job, _ = handle.mutate(decide)
+    handle.settle()
     return job
 
 
