@@ -163,7 +163,7 @@ def make_locator(
     return loc
 
 
-def _cut_section_path(path: Sequence[str]) -> tuple[list[str], bool]:
+def cut_section_path(path: Sequence[str]) -> tuple[list[str], bool]:
     """A section path within the contract's bounds (cleaned, first entries, each cut), and whether it was cut."""
     if not path:
         return [], False
@@ -173,6 +173,27 @@ def _cut_section_path(path: Sequence[str]) -> tuple[list[str], bool]:
         if len(p) > MAX_SECTION_CHARS:
             out[i] = p[:MAX_SECTION_CHARS]
             truncated = True
+    return out, truncated
+
+
+def cut_keys(keys: Iterable[str]) -> tuple[list[str], bool]:
+    """Keys within the contract's bounds (cleaned, duplicates dropped, a longer key left out, the first
+    ``MAX_KEYS`` kept), and whether any was left out."""
+    out: list[str] = []
+    seen: set[str] = set()
+    truncated = False
+    for raw in keys:
+        k = clean_str(raw)
+        if len(k) > MAX_KEY_CHARS:
+            truncated = True
+            continue
+        if k in seen:
+            continue
+        if len(out) >= MAX_KEYS:
+            truncated = True
+            break
+        seen.add(k)
+        out.append(k)
     return out, truncated
 
 
@@ -298,28 +319,14 @@ class ArtifactBuilder:
         return block_id
 
     def _section_path(self, path: Sequence[str], attrs: dict[str, Any]) -> list[str]:
-        out, truncated = _cut_section_path(path)
+        out, truncated = cut_section_path(path)
         if truncated:
             attrs["section_truncated"] = True
             self.lose(LOST_SECTION_PATH)
         return out
 
     def _keys(self, keys: Iterable[str], attrs: dict[str, Any]) -> list[str]:
-        out: list[str] = []
-        seen: set[str] = set()
-        truncated = False
-        for raw in keys:
-            k = clean_str(raw)
-            if len(k) > MAX_KEY_CHARS:
-                truncated = True
-                continue
-            if k in seen:
-                continue
-            if len(out) >= MAX_KEYS:
-                truncated = True
-                break
-            seen.add(k)
-            out.append(k)
+        out, truncated = cut_keys(keys)
         if truncated:
             attrs["keys_truncated"] = True
             self.lose(LOST_EXACT_KEYS)
@@ -382,7 +389,7 @@ class ArtifactBuilder:
             if "table_id" in attrs:
                 raise ValueError("attrs.table_id is the table_id argument")
             block_attrs.update(clean_value(attrs))
-        path, path_truncated = _cut_section_path(section_path)
+        path, path_truncated = cut_section_path(section_path)
         if path_truncated:
             block_attrs["section_truncated"] = True
         head = make_locator(page_start=page, sheet=sheet)  # page checked as make_locator checks it, sheet cut

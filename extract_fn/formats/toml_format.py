@@ -70,14 +70,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
-from shared.artifact_builder import ArtifactBuilder, clean_str
+from shared.artifact_builder import ArtifactBuilder, clean_str, cut_keys, cut_section_path
 from shared.contract import (
     INT64_MAX,
     INT64_MIN,
     LOST_EXACT_KEYS,
     LOST_SECTION_PATH,
     MAX_KEY_CHARS,
-    MAX_KEYS,
     MAX_NESTING,
     MAX_SECTION_CHARS,
     MAX_SECTION_ENTRIES,
@@ -544,36 +543,16 @@ def make_block(
     block: dict[str, Any] = {"id": f"b{index}", "type": type, "text": clean_str(text)}
     if parent is not None:
         block["parent"] = parent
-    section = [clean_str(p) for p in section_path[:MAX_SECTION_ENTRIES]]
-    section_cut = len(section_path) > MAX_SECTION_ENTRIES
-    for i, p in enumerate(section):
-        if len(p) > MAX_SECTION_CHARS:
-            section[i] = p[:MAX_SECTION_CHARS]
-            section_cut = True
+    section, section_cut = cut_section_path(section_path)
     if section_cut:
         block_attrs["section_truncated"] = True
         builder.lose(LOST_SECTION_PATH)
     block["section_path"] = section
     block["locator"] = locator
-    out: list[str] = []
-    seen: set[str] = set()
-    keys_cut = False
-    for raw in keys:
-        k = clean_str(raw)
-        if len(k) > MAX_KEY_CHARS:
-            keys_cut = True
-            continue
-        if k in seen:
-            continue
-        if len(out) >= MAX_KEYS:
-            keys_cut = True
-            break
-        seen.add(k)
-        out.append(k)
+    block["keys"], keys_cut = cut_keys(keys)
     if keys_cut:
         block_attrs["keys_truncated"] = True
         builder.lose(LOST_EXACT_KEYS)
-    block["keys"] = out
     if block_attrs:
         block["attrs"] = block_attrs
     return block
