@@ -54,10 +54,16 @@ _REPLY = struct.Struct("<BQ")  # status, payload length
 STATUS_OK: Final = 0
 STATUS_ERROR: Final = 1
 STATUS_ERROR_RETIRE: Final = 2  # an error after which the child exits (MemoryError, SystemExit...)
+STATUS_OK_RETIRE: Final = 3  # an artifact after which the child exits (a big one left its heap large)
+_RETIRE_AFTER_BYTES: Final = 64 * 1024 * 1024
 _CHUNK: Final = 1024 * 1024
 _PIPE_SIZE: Final = 1024 * 1024
 _F_SETPIPE_SZ: Final = 1031  # Linux
 _AS_HEADROOM: Final = 2 * 1024 * 1024 * 1024  # address space beyond the heap limit: code, stacks, reservations
+# Serializing an artifact takes up to ~4x its bound (orjson's growing buffer); parsing its JSON back for the check up
+# to ~16x its bytes of address space (many small dicts and strings, next to the heap the parser left behind).
+_SERIALIZE_MEMORY_FACTOR: Final = 4
+_VALIDATE_MEMORY_FACTOR: Final = 16
 _ERROR_REPLY_MAX: Final = 64 * 1024
 
 DEFAULT_MAX_TASKS: Final = 500
@@ -150,7 +156,7 @@ class _Worker:
         self.tasks += 1
         _write_all(wfd, (_REQUEST.pack(_REQUEST_MAGIC, len(header), len(data)), header, data), deadline)
         status, length = _REPLY.unpack(_read_exact(rfd, _REPLY.size, deadline))
-        if status not in (STATUS_OK, STATUS_ERROR, STATUS_ERROR_RETIRE):
+        if status not in (STATUS_OK, STATUS_ERROR, STATUS_ERROR_RETIRE, STATUS_OK_RETIRE):
             raise _Died(f"the worker sent an unknown status {status}")
         if length > max_reply:
             raise _OversizeReply(length)
@@ -473,9 +479,9 @@ class WorkerPool:
 
         with self._lock:
             self.stats.completed += 1
-        if status == STATUS_ERROR_RETIRE or w.tasks >= self.max_tasks:
+        if status in (STATUS_ERROR_RETIRE, STATUS_OK_RETIRE) or w.tasks >= self.max_tasks:
             self._replace(w)
-        if status == STATUS_OK:
+        if status in (STATUS_OK, STATUS_OK_RETIRE):
             return payload
         return _raise_reply(payload)
 
@@ -514,7 +520,7 @@ def run_forked(
     request: ExtractRequest,
     *,
     timeout_s: float,
-    memory_limit_bytes: int,
+    memory_limit_bytes: int | None,
     max_output_bytes: int,
 ) -> bytes:
     """One extraction in a forked child under the pool's limits, for the CLI: one process per file anyway, so a
@@ -528,6 +534,7 @@ def run_forked(
         "max_output_bytes": max_output_bytes,
     }
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # as in _child_env, before pyarrow loads
+    memory_limit_bytes = memory_limit_bytes or 0
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -541,6 +548,10 @@ def run_forked(
             with os.fdopen(wfd, "wb", buffering=_CHUNK) as out:
                 out.write(_REPLY.pack(status, len(payload)))
                 out.write(payload)
+        except BaseException:  # our own bug: say so on stderr; the parent answers for the missing reply
+            import traceback
+
+            traceback.print_exc()
         finally:
             os._exit(0)
     os.close(wfd)
@@ -563,7 +574,7 @@ def run_forked(
         os.close(rfd)
         if pid:
             os.waitpid(pid, 0)
-    if status == STATUS_OK:
+    if status in (STATUS_OK, STATUS_OK_RETIRE):
         return payload
     return _raise_reply(payload)
 
@@ -697,31 +708,44 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
                 ErrorCode.RESOURCE_LIMIT,
                 f"the artifact's text alone is {floor} characters, over this service's limit of {max_output} bytes",
             )
+        # The parser is done: what follows is our own code on an artifact bounded by max_output_bytes. Serializing
+        # it and parsing it back for the check cost memory in proportion to that bound, not to the file, so the
+        # limit that contained the parser is raised by that much here (orjson crashes rather than raising when an
+        # allocation fails) and set back afterwards.
+        if state.memory_limit > 0:
+            _set_limits(state.memory_limit + _SERIALIZE_MEMORY_FACTOR * max_output)
         try:
-            out = orjson.dumps(artifact)
-        except orjson.JSONEncodeError as exc:
-            return error(ErrorCode.CORRUPT, f"the {fmt} extractor produced an artifact that is not JSON: {exc}")
-        del artifact
-        if len(out) > max_output:
-            return error(
-                ErrorCode.RESOURCE_LIMIT,
-                f"the artifact is {len(out)} bytes, over this service's limit of {max_output} bytes",
-            )
-        # The bytes that leave are checked by the shared validator here, in the worker: within the extraction's
-        # time limit, in parallel across workers, and off the service's event loop.
-        from shared.artifact import InvalidArtifact, check_artifact
+            try:
+                out = orjson.dumps(artifact)
+            except orjson.JSONEncodeError as exc:
+                return error(ErrorCode.CORRUPT, f"the {fmt} extractor produced an artifact that is not JSON: {exc}")
+            del artifact
+            if len(out) > max_output:
+                return error(
+                    ErrorCode.RESOURCE_LIMIT,
+                    f"the artifact is {len(out)} bytes, over this service's limit of {max_output} bytes",
+                )
+            # The bytes that leave are checked by the shared validator here, in the worker: within the extraction's
+            # time limit, in parallel across workers, and off the service's event loop.
+            from shared.artifact import InvalidArtifact, check_artifact
 
-        try:
-            check_artifact(out, format=fmt, original_size=original_size)
-        except InvalidArtifact as exc:
-            return error(
-                ErrorCode.CORRUPT,
-                f"the {fmt} extractor produced an invalid artifact for this file ({len(exc.violations)} rule(s) "
-                "broken); this is a bug in the extractor, recorded in the service log",
-                log=f"the {fmt} extractor ({header['extractor']}) produced an invalid artifact: "
-                + "; ".join(str(v) for v in exc.violations[:50]),
-            )
-        return STATUS_OK, out
+            if state.memory_limit > 0:
+                _set_limits(state.memory_limit + _VALIDATE_MEMORY_FACTOR * len(out))
+            try:
+                check_artifact(out, format=fmt, original_size=original_size)
+            except InvalidArtifact as exc:
+                return error(
+                    ErrorCode.CORRUPT,
+                    f"the {fmt} extractor produced an invalid artifact for this file ({len(exc.violations)} rule(s) "
+                    "broken); this is a bug in the extractor, recorded in the service log",
+                    log=f"the {fmt} extractor ({header['extractor']}) produced an invalid artifact: "
+                    + "; ".join(str(v) for v in exc.violations[:50]),
+                )
+        finally:
+            if state.memory_limit > 0:
+                _set_limits(state.memory_limit)
+        # After a big artifact the heap may stay larger than the restored limit allows: a fresh worker takes over.
+        return (STATUS_OK_RETIRE if len(out) > _RETIRE_AFTER_BYTES else STATUS_OK), out
     except ExtractionError as exc:
         return error(exc.code, exc.message)
     except MemoryError:
@@ -788,7 +812,7 @@ def _child_main(argv: list[str]) -> None:
         wf.write(payload)
         wf.flush()
         del payload
-        if status == STATUS_ERROR_RETIRE:
+        if status in (STATUS_ERROR_RETIRE, STATUS_OK_RETIRE):
             os._exit(0)
 
 

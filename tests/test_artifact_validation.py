@@ -5,6 +5,7 @@ passes and one that fails for exactly that reason, through both inputs (bytes as
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import math
 from collections.abc import Callable
@@ -441,18 +442,32 @@ PASSES: list[tuple[str, Mutation]] = [
 ]
 
 
-@pytest.fixture(params=["fast", "careful"])
-def block_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test through the fast test of blocks, and again with every block sent down the careful path: the two
-    must agree on every verdict."""
-    if request.param == "careful":
+@pytest.fixture(params=["chunked", "chunks of 1", "one by one", "careful"])
+def fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test through each way the validator can go, which must all agree on every verdict and every model:
+
+    - chunked: orjson data (bytes) is checked a chunk of blocks at a time, a field at a time, and a table a chunk of
+      rows at a time, each column of it as a whole;
+    - chunks of 1: the same with one block and one row a chunk, so every boundary between chunks is crossed;
+    - one by one: every block meets the per-block fast test (tables as chunked);
+    - careful: every block and every cell takes the careful path, which reports each violation at its path.
+
+    Dict input always goes one by one."""
+    mode = str(request.param)
+    if mode == "chunks of 1":
+        monkeypatch.setattr(artifact_module, "_BLOCK_CHUNK", 1)
+        monkeypatch.setattr(artifact_module, "_ROW_CHUNK", 1)
+    if mode in ("one by one", "careful"):
+        monkeypatch.setattr(artifact_module._Checker, "_blocks_fast", lambda self, chunk, ids, out: False)
+    if mode == "careful":
         monkeypatch.setattr(artifact_module._Checker, "locator_ok", lambda self, loc: False)
-    return str(request.param)
+        monkeypatch.setattr(artifact_module, "_column_ok", lambda col, ctype, known: False)
+    return mode
 
 
 @pytest.mark.parametrize("via", ["dict", "bytes"])
 @pytest.mark.parametrize(("mutate", "path"), [pytest.param(m, p, id=i) for i, m, p in FAILS])
-def test_breaking_one_rule_is_one_violation(mutate: Mutation, path: str, via: str, block_path: str) -> None:
+def test_breaking_one_rule_is_one_violation(mutate: Mutation, path: str, via: str, fast_path: str) -> None:
     doc = base()
     mutate(doc)
     found = violations(doc if via == "dict" else to_bytes(doc))
@@ -462,7 +477,7 @@ def test_breaking_one_rule_is_one_violation(mutate: Mutation, path: str, via: st
 
 @pytest.mark.parametrize("via", ["dict", "bytes"])
 @pytest.mark.parametrize("mutate", [pytest.param(m, id=i) for i, m in PASSES])
-def test_an_edge_that_holds_passes(mutate: Mutation, via: str, block_path: str) -> None:
+def test_an_edge_that_holds_passes(mutate: Mutation, via: str, fast_path: str) -> None:
     doc = base()
     mutate(doc)
     assert violations(doc if via == "dict" else to_bytes(doc)) == []
@@ -536,7 +551,7 @@ def _with_cell(ctype: str, value: Any) -> dict[str, Any]:
     ("ctype", "value"),
     [pytest.param(t, v, id=f"{t}-{v!r}") for t, (good, _) in CELLS.items() for v in [*good, None, {"error": "#N/A"}]],
 )
-def test_a_cell_that_fits_its_column(ctype: str, value: Any, via: str) -> None:
+def test_a_cell_that_fits_its_column(ctype: str, value: Any, via: str, fast_path: str) -> None:
     doc = _with_cell(ctype, value)
     assert violations(doc if via == "dict" else to_bytes(doc)) == []
 
@@ -545,13 +560,13 @@ def test_a_cell_that_fits_its_column(ctype: str, value: Any, via: str) -> None:
 @pytest.mark.parametrize(
     ("ctype", "value"), [pytest.param(t, v, id=f"{t}-{v!r}") for t, (_, bad) in CELLS.items() for v in bad]
 )
-def test_a_cell_that_does_not_fit_its_column(ctype: str, value: Any, via: str) -> None:
+def test_a_cell_that_does_not_fit_its_column(ctype: str, value: Any, via: str, fast_path: str) -> None:
     doc = _with_cell(ctype, value)
     assert paths(doc if via == "dict" else to_bytes(doc)) == ["tables[0].rows[1][0]"]
 
 
 @pytest.mark.parametrize("via", ["dict", "bytes"])
-def test_cells_are_checked_around_a_broken_row(via: str) -> None:
+def test_cells_are_checked_around_a_broken_row(via: str, fast_path: str) -> None:
     doc = base()
     doc["tables"][0]["columns"] = [{"name": "d", "type": "date"}, {"name": "t", "type": "time"}]
     doc["tables"][0]["rows"] = [["2024-01-01", "10:00:00"], ["2024-01-02"], ["2024-01-01", "10:00"], ["x", None]]
@@ -585,6 +600,192 @@ def test_every_column_type_is_covered() -> None:
     from shared.contract import COLUMN_TYPES
 
     assert set(CELLS) == COLUMN_TYPES
+
+
+_YEARS = [*range(0, 9), *range(96, 105), *range(396, 405), *range(1896, 1905), *range(1996, 2005), 2100, 9999]
+
+
+def test_a_date_is_a_real_day_as_the_standard_library_reads_one() -> None:
+    """The date pattern spells out month lengths and leap years: it must agree with date.fromisoformat on every
+    YYYY-MM-DD text of these years (0000 and the centuries included), month 00 to 13, day 00 to 32."""
+    disagree = []
+    for y in _YEARS:
+        for m in range(14):
+            for d in range(33):
+                text = f"{y:04d}-{m:02d}-{d:02d}"
+                try:
+                    datetime.date.fromisoformat(text)
+                    real = True
+                except ValueError:
+                    real = False
+                if artifact_module._is_date(text) != real or artifact_module._is_datetime(text + "T10:20:30") != real:
+                    disagree.append(text)
+    assert disagree == []
+
+
+@pytest.mark.parametrize(
+    ("ctype", "value"),
+    [
+        ("date", "2024-01-01\n2024-01-02"),  # two valid texts in one cell: the column is checked as joined lines
+        ("datetime", "2024-01-01\n2024-01-01T10:00:00"),
+        ("number", "1\n2"),
+        ("time", "10:00:00\n"),
+        ("duration", "\n1:00:00"),
+        ("date", ""),
+        ("number", ""),
+    ],
+)
+@pytest.mark.parametrize("via", ["dict", "bytes"])
+def test_a_cell_text_holding_a_line_break_or_nothing(ctype: str, value: str, via: str, fast_path: str) -> None:
+    doc = base()
+    good = {"date": "2024-01-01", "datetime": "2024-01-01", "number": "1", "time": "10:00:00", "duration": "1:00:00"}
+    doc["tables"][0]["columns"] = [{"name": "v", "type": ctype}]
+    doc["tables"][0]["rows"] = [[good[ctype]], [None], [value], [good[ctype]], [None]]
+    assert paths(doc if via == "dict" else to_bytes(doc)) == ["tables[0].rows[2][0]"]
+
+
+BIG_ROWS = 2 * artifact_module._ROW_CHUNK + 500  # fixed at import: a test may make the chunks smaller
+BIG_BLOCKS = 2 * artifact_module._BLOCK_CHUNK + 300
+BIG_COLUMNS = [
+    ("n", "number"),
+    ("s", "string"),
+    ("b", "bool"),
+    ("d", "date"),
+    ("dt", "datetime"),
+    ("t", "time"),
+    ("dur", "duration"),
+    ("m", "mixed"),
+]
+
+
+def _big_table(n_rows: int) -> dict[str, Any]:
+    """An artifact whose table spans several chunks of rows, every column type, nulls and cell errors."""
+    doc = base()
+    rows = []
+    for r in range(n_rows):
+        rows.append(
+            [
+                r if r % 3 else f"{r}.5",
+                None if r % 7 == 0 else f"text {r}",
+                r % 2 == 0,
+                {"error": "#N/A"} if r % 97 == 0 else f"2024-{1 + r % 12:02d}-{1 + r % 28:02d}",
+                f"2024-01-01T{r % 24:02d}:{r % 60:02d}:00{'Z' if r % 2 else '+01:00'}",
+                f"{r % 24:02d}:00:00.{r % 1000}",
+                f"{r}:00:00",
+                [r, "x", True, None, 2.5][r % 5],
+            ]
+        )
+    doc["tables"][0]["columns"] = [{"name": n, "type": t} for n, t in BIG_COLUMNS]
+    doc["tables"][0]["rows"] = rows
+    return doc
+
+
+@pytest.mark.parametrize("via", ["dict", "bytes"])
+def test_a_big_table_is_checked_in_chunks(via: str, fast_path: str) -> None:
+    doc = _big_table(BIG_ROWS)
+    rows = doc["tables"][0]["rows"]
+    # valid edges far into the table: each sends its chunk's column to the careful path, which passes it
+    rows[2100][0] = INT64_MIN  # abs() of it is past int64
+    rows[2101][0] = 1e19  # a double past 2^63
+    rows[2102][3] = {"error": "#REF!", "note": "dropped"}  # a cell error to clean
+    rows[2103][4] = "2016-12-31T23:59:60Z"  # a leap second
+    rows[2104][3] = "2024-02-29"
+    rows[4300][7] = {"error": "#VALUE!"}
+    art = validate_artifact(doc if via == "dict" else to_bytes(doc), format="xlsx", original_size=SIZE)
+    assert art.tables is not None
+    expected = copy.deepcopy(rows)
+    expected[2102][3] = {"error": "#REF!"}
+    assert art.tables[0].rows == expected
+    assert rows[2102][3] == {"error": "#REF!", "note": "dropped"}  # copy on write: a dict passed in is left alone
+
+    # a broken cell in each chunk and column: reported column by column, each column from the top
+    broken = {
+        (4000, 0): INT64_MAX + 1,
+        (5, 0): "1.",
+        (2049, 1): 5,
+        (2500, 2): 1,
+        (3, 3): "2023-02-29",
+        (4399, 3): "2024-13-01",
+        (2048, 4): "2024-01-01 10:00:00",
+        (10, 5): "24:00:00",
+        (4301, 6): "1:60:00",
+        (0, 7): [1],
+    }
+    for (r, j), value in broken.items():
+        rows[r][j] = value
+    found = paths(doc if via == "dict" else to_bytes(doc))
+    assert found == [f"tables[0].rows[{r}][{j}]" for r, j in sorted(broken, key=lambda rj: (rj[1], rj[0]))]
+
+
+def _many_blocks(n: int) -> dict[str, Any]:
+    """An artifact whose blocks span several chunks and vary in shape from one to the next."""
+    doc = base()
+    blocks: list[dict[str, Any]] = []
+    for i in range(n):
+        b: dict[str, Any] = {"id": f"x{i}", "type": "paragraph", "text": f"text {i}", "section_path": [], "keys": []}
+        kind = i % 6
+        if kind == 0:
+            b.update(type="heading", depth=1 + i % 3, locator={"line_start": 1 + i % 900, "line_end": 1 + i % 900})
+        elif kind == 1:
+            b.update(
+                parent=f"x{i - 1}", locator={"char_start": i % 500, "char_end": 500, "line_start": 0, "line_end": 0}
+            )
+            b["section_path"] = ["Head", f"part {i % 4}"]
+        elif kind == 2:
+            b.update(attrs={"table_id": "t0"}, locator={"sheet": "S", "row_start": 1 + i, "row_end": 1 + i})
+        elif kind == 3:
+            b.update(attrs={"fence": {"info": "py", "line": i}, "n": -i}, locator={"key_path": f"a.b{i}"})
+            b["keys"] = [f"k{i}", "shared"]
+        elif kind == 4:
+            b.update(parent=f"x{i // 2}", depth=0, attrs={}, locator={})
+        else:
+            b.update(locator={"page_start": 1, "page_end": 2, "char_start": -1, "char_end": -1})
+        blocks.append(b)
+    doc["blocks"] = blocks
+    return doc
+
+
+def _models(art: Artifact) -> list[tuple[Any, ...]]:
+    """Each block as its model holds it: the fields sent (the block's and its locator's) and every value."""
+    return [
+        (b.model_fields_set, b.locator.model_fields_set, b.model_dump(), b.locator.model_dump()) for b in art.blocks
+    ]
+
+
+def test_many_blocks_are_checked_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    n = BIG_BLOCKS
+    raw = to_bytes(_many_blocks(n))
+    chunked = validate_artifact(raw, format="xlsx", original_size=SIZE)
+    assert len(chunked.blocks) == n
+    assert chunked.to_dict() == json.loads(raw)
+    check_artifact(raw, format="xlsx", original_size=SIZE)
+    with monkeypatch.context() as patch:  # the same artifact, every block one by one: the very same models
+        patch.setattr(artifact_module._Checker, "_blocks_fast", lambda self, chunk, ids, out: False)
+        one_by_one = validate_artifact(raw, format="xlsx", original_size=SIZE)
+    assert _models(chunked) == _models(one_by_one)
+    assert chunked.blocks[0].attrs == chunked.blocks[1].attrs == {}  # left out: each block's own empty dict
+    assert chunked.blocks[0].attrs is not chunked.blocks[1].attrs
+
+
+@pytest.mark.parametrize("via", ["dict", "bytes"])
+def test_many_blocks_with_violations_in_several_chunks(via: str, fast_path: str) -> None:
+    n = BIG_BLOCKS
+    doc = _many_blocks(n)
+    blocks = doc["blocks"]
+    blocks[2100]["id"] = "x3"  # an id of an earlier chunk
+    blocks[2101]["parent"] = "x3000"  # a later block's id
+    blocks[3001]["parent"] = "x3001"  # its own
+    blocks[4000]["locator"] = {"row_start": 2}  # half a pair
+    blocks[4001]["attrs"] = {"deep": {"n": [INT64_MAX + 1]}}
+    blocks[4300]["depth"] = -1
+    assert paths(doc if via == "dict" else to_bytes(doc)) == [
+        "blocks[2100].id",
+        "blocks[2101].parent",
+        "blocks[3001].parent",
+        "blocks[4000].locator.row_end",
+        "blocks[4001].attrs.deep.n[0]",
+        "blocks[4300].depth",
+    ]
 
 
 # -- numbers and strings JSON cannot hold ------------------------------------------------------------------------
@@ -695,7 +896,7 @@ def test_a_double_literal_past_int64_is_a_valid_number() -> None:
 
 
 @pytest.mark.parametrize("via", ["dict", "bytes"])
-def test_every_violation_is_reported(via: str) -> None:
+def test_every_violation_is_reported(via: str, fast_path: str) -> None:
     doc = base()
     doc["schema_version"] = 2
     doc["coverage"]["extracted"] = 3
@@ -799,7 +1000,7 @@ def test_header_rows_reads_1_when_left_out_and_the_models_are_frozen() -> None:
 
 
 @pytest.mark.parametrize("via", ["dict", "bytes"])
-def test_unknown_fields_are_dropped_at_every_level_and_attrs_kept_whole(via: str) -> None:
+def test_unknown_fields_are_dropped_at_every_level_and_attrs_kept_whole(via: str, fast_path: str) -> None:
     doc = base()
     free = {"anything": {"goes": [1, {"x": None}]}, "nested_unknown": True}
     doc["x_top"] = 1
@@ -882,7 +1083,7 @@ def test_check_artifact_gives_the_same_verdict_without_models() -> None:
     assert [v.path for v in info.value.violations] == ["blocks[1].locator.line_end"]
 
 
-def test_a_big_artifact_through_the_fast_path_and_a_few_careful_blocks() -> None:
+def test_a_big_artifact_through_the_fast_path_and_a_few_careful_blocks(fast_path: str) -> None:
     """Many blocks of the common shape, and a few that take the careful path: one broken, one with an unknown
     field (valid, cleaned), one with a float past 2^63 in its attrs (valid)."""
     doc = base()

@@ -288,3 +288,20 @@ def test_cli_stdout_is_only_the_answer_even_when_a_library_prints(tmp_path: Path
     assert out.returncode == 0, out.stderr
     assert orjson.loads(out.stdout)["blocks"][0]["text"] == "hello"
     assert b"noise from a library" in out.stderr
+
+
+def test_cli_with_no_memory_limit(tmp_path: Path) -> None:
+    """EXTRACTOR_MEMORY_LIMIT_MB=0 means no limit (not a crash of the forked child)."""
+    f = tmp_path / "a.txt"
+    f.write_text("hello\n")
+    env = dict(os.environ, EXTRACTOR_MEMORY_LIMIT_MB="0")
+    out = subprocess.run(
+        [sys.executable, "-m", "extract_fn", "extract", str(f), "--format", "text"],
+        capture_output=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert orjson.loads(out.stdout)["blocks"][0]["text"] == "hello"
