@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -364,3 +367,328 @@ def test_inline_fast_path_matches_the_full_inline_parse(corpus: Path) -> None:
                 fast += not markdown_format._NEEDS_INLINE.search(tok.content)
     assert checked > 2000
     assert fast > 500
+
+
+# -- the fast parser (markdown-it-pyrs for the block structure) ---------------------------------------------------
+
+
+def _both(src: str | bytes, **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The artifact as extract makes it (fast parser where allowed) and as markdown-it-py alone makes it."""
+    data = src.encode() if isinstance(src, str) else src
+    request = ExtractRequest("markdown", **kw)
+    with markdown_format.no_gc():
+        return markdown_format._extract(data, request), markdown_format._extract(data, request, fast=False)
+
+
+def _fast_taken(src: str) -> bool:
+    return markdown_format._fast_events(src) is not None
+
+
+def _spec_examples(corpus: Path) -> list[str]:
+    spec = (corpus / "markdown" / "commonmark-spec-0.31.2.md").read_text(encoding="utf-8")
+    examples = re.findall(r"^`{32} example\n(.*?)^\.\n", spec, re.S | re.M)
+    assert len(examples) == 655
+    return [e.replace("→", "\t") for e in examples]
+
+
+def test_fast_parser_is_identical_on_the_spec_examples(corpus: Path) -> None:
+    """Every CommonMark example: the same artifact whichever parser read the blocks; most take the fast parser."""
+    fast = 0
+    for n, src in enumerate(_spec_examples(corpus), 1):
+        mine, reference = _both(src)
+        assert mine == reference, f"example {n}: {src!r}"
+        fast += _fast_taken(src)
+    assert fast > 500
+
+
+def test_fast_parser_is_identical_on_the_corpus(corpus: Path) -> None:
+    paths = sorted((corpus / "markdown").glob("**/*.md"))
+    assert len(paths) > 100
+    fast = 0
+    for path in paths:
+        data = path.read_bytes()
+        mine, reference = _both(data)
+        assert mine == reference, path.name
+        fast += _fast_taken(data.decode("utf-8-sig"))
+    assert fast > 60
+
+
+# Pieces of Markdown, container markup above all, that differential fuzzing combines; the two generators found every
+# difference the fast path's guards now send to markdown-it-py (see _fast_plan).
+_PREFIXES = [
+    *[""] * 3, "> ", ">", "> > ", "- ", "* ", "+ ", "1. ", "2) ", "10. ", "  ", "   ", "    ", "     ", "\t", " - ",
+    "  - ", "    - ", "- - ", "> - ", "- > ", "  > ", "1. - ", "-\t", ">\t", " > ", "0. ", "1234567890. ",
+]  # fmt: skip
+_CONTENTS = [
+    "foo", "bar baz", "a *b* c", "# h", "## h ##", "#", "####### x", "---", "***", "- - -", "===", "=", "-", "```",
+    "```py x", "~~~", "````", "``` ```", "<div>", "</div>", "<!-- c -->", "<!--", "-->", "<script>", "</script>",
+    "<pre>", "<?x", "?>", "<!X", "<!x", "<![CDATA[", "]]>", '<a href="x">', "</b> t", "| a | b |", "|---|---|",
+    "| 1 | 2 |", "a | b", "--- | ---", ":-:|", "| x \\| y |", "`code`", "\\", "  ", "", "", "text  ", "x\\", "&amp;",
+    "[foo]", "[foo]: /url", "[Foo  bar]: <x> 't'", "![img](u)", "1.", "+", "2)", "> x", "é ü 日本", "😀", "\xa0x",
+    "a\u3000", "\x0c",
+]  # fmt: skip
+
+
+def _generated(rnd: random.Random) -> str:
+    lines = []
+    for _ in range(rnd.randint(1, 14)):
+        prefix = rnd.choice(_PREFIXES)
+        if rnd.random() < 0.3:
+            prefix = rnd.choice(_PREFIXES) + prefix
+        content = rnd.choice(_CONTENTS)
+        if rnd.random() < 0.2:
+            content += " " + rnd.choice(_CONTENTS)
+        lines.append(prefix + content)
+        if rnd.random() < 0.2:
+            lines.append("")
+    src = "\n".join(lines) + rnd.choice(["", "\n", "\n\n", "\n  ", "\n  \n"])
+    return src.replace("\n", "\r\n") if rnd.random() < 0.05 else src
+
+
+def _mutated(rnd: random.Random, examples: list[str]) -> str:
+    """Spec examples glued together, with pieces inserted and characters dropped."""
+    chars = list("\n".join(rnd.sample(examples, rnd.randint(1, 3))))
+    for _ in range(rnd.randint(0, 6)):
+        i = rnd.randrange(len(chars) + 1)
+        if rnd.random() < 0.6:
+            chars[i:i] = rnd.choice(_PREFIXES + _CONTENTS + ["\n", "\n\n", "|", "\t"])
+        elif i < len(chars):
+            del chars[i]
+    return "".join(chars)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_parser_is_identical_on_generated_markdown(corpus: Path, seed: int) -> None:
+    rnd = random.Random(seed)
+    examples = _spec_examples(corpus)
+    fast = 0
+    for _ in range(400):
+        src = _generated(rnd) if rnd.random() < 0.5 else _mutated(rnd, examples)
+        mine, reference = _both(src)
+        assert mine == reference, repr(src)
+        fast += _fast_taken(src)
+    assert fast > 40
+
+
+_WORDS = [
+    "alpha", "beta", "gamma", "delta", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "install", "run",
+    "config", "value", "path", "file",
+]  # fmt: skip
+
+
+def _sentence(rnd: random.Random) -> str:
+    words = [rnd.choice(_WORDS) for _ in range(rnd.randint(3, 12))]
+    for k, word in enumerate(words):
+        mark = rnd.random()
+        if mark < 0.05:
+            words[k] = f"`{word}`"
+        elif mark < 0.08:
+            words[k] = f"**{word}**"
+        elif mark < 0.1:
+            words[k] = f"[{word}](http://x.example/{word})"
+    return " ".join(words).capitalize() + rnd.choice([".", ".", "!", ":"])
+
+
+def _document(rnd: random.Random) -> str:
+    """A README-like document: headings, paragraphs, nested lists, code (tabs in it), tables, quotes, HTML."""
+    lines: list[str] = []
+    for _ in range(rnd.randint(3, 25)):
+        kind = rnd.random()
+        if kind < 0.15:
+            lines.append(rnd.choice(["#", "##", "###"]) + " " + _sentence(rnd))
+        elif kind < 0.35:
+            lines += [_sentence(rnd) for _ in range(rnd.randint(1, 3))]
+        elif kind < 0.55:
+            ordered = rnd.random() < 0.3
+            for i in range(rnd.randint(1, 4)):
+                marker = f"{i + 1}." if ordered else "-"
+                lines.append(f"{marker} {_sentence(rnd)}")
+                pad = " " * (len(marker) + 1)
+                if rnd.random() < 0.3:
+                    lines += [f"{pad}* {_sentence(rnd)}" for _ in range(rnd.randint(1, 3))]
+                if rnd.random() < 0.1:
+                    lines += ["", pad + _sentence(rnd)]
+        elif kind < 0.65:
+            body = [
+                rnd.choice(["x = 1", "\tif x {", "\t\treturn", "    nested: true", "}", "$ make | tee"])
+                for _ in range(3)
+            ]
+            lines += ["```" + rnd.choice(["", "go", "bash"]), *body, "```"]
+        elif kind < 0.75:
+            n = rnd.randint(2, 4)
+            lines += ["| " + " | ".join(rnd.choice(_WORDS) for _ in range(n)) + " |", "|" + "---|" * n]
+            for _ in range(rnd.randint(0, 4)):
+                cells = [rnd.choice([*_WORDS, "`a|b`", "x \\| y", ""]) for _ in range(rnd.randint(n - 1, n + 1))]
+                lines.append("| " + " | ".join(cells) + " |")
+        elif kind < 0.82:
+            lines += ["> " + _sentence(rnd) for _ in range(rnd.randint(1, 3))]
+        elif kind < 0.87:
+            lines += ['<p align="center">', '  <img src="x.png" alt="logo">', "</p>"]
+        elif kind < 0.93:
+            lines += [_sentence(rnd), rnd.choice(["===", "---"])]
+        else:
+            lines += ["<!-- " + _sentence(rnd) + " -->"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def test_fast_parser_takes_and_matches_readme_like_documents() -> None:
+    rnd = random.Random(3)
+    for _ in range(150):
+        src = _document(rnd)
+        assert _fast_taken(src), src
+        mine, reference = _both(src)
+        assert mine == reference, src
+
+
+def test_table_port_matches_markdown_it_py() -> None:
+    """``_table_run_events`` (markdown-it-py's table rule for runs of lines starting with ``|``) against
+    markdown-it-py itself, on generated runs: headers, delimiter rows, escapes, padding, the autocompletion limit."""
+    rnd = random.Random(7)
+    cells = ["a", "b c", "", "  ", " x ", "\\|", "a\\|b", "\\\\|", "\\", "`a|b`", ":", "-", "---", ":-:", "é", "\t"]
+    delimiters = ["---", ":--", "--:", ":-:", "-", "  ---  ", "- -", "", "x", "-:-", "---\t"]
+    md = markdown_format._parser()
+    for n in range(3000):
+        lines = []
+        for _ in range(rnd.randint(1, 7)):
+            pool = delimiters if rnd.random() < 0.35 else cells
+            body = "|".join(rnd.choice(pool) for _ in range(rnd.randint(1, 4)))
+            lines.append(rnd.choice(["|", "| ", "|\t"]) + body + rnd.choice(["|", "", " |", "\\|", " "]))
+        if n == 0:  # past markdown-it-py's 65,536 padded cells the table ends and the rest is a paragraph
+            lines = ["|" + "|".join("h" * 300) + "|", "|" + "|".join("-" * 300) + "|"] + ["|x|"] * 230
+        text = "\n".join(lines)
+        expected = markdown_format._reference_events(md.parse(text, {}))
+        assert markdown_format._table_run_events(lines, 1) == expected, text
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "a\xa0b\n",  # whitespace to one parser and not the other
+        "[foo]: /url\n\n[foo]\n",  # reference definitions
+        "> quote\nlazy line\n",  # a lazy continuation line of a block quote
+        "- <!-- comment\n\n  -->\n",  # an HTML block that may span blank lines, in a container
+        "<!doctype html>\n",  # kind 4 with a lowercase letter
+        "text\n| a |\n|---|\n",  # a table that does not stand alone
+        "- " * 40 + "deep\n",  # nesting past FAST_MAX_PREFIX_COLUMNS
+    ],
+)
+def test_fast_path_guards(src: str) -> None:
+    assert not _fast_taken(src)
+    mine, reference = _both(src)
+    assert mine == reference
+
+
+def test_fast_path_takes_plain_documents_and_standalone_tables() -> None:
+    src = "# T\n\npara\n\n- a\n- b\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```py\nx\n```\n\n> q\n> r\n"
+    assert _fast_taken(src)
+    mine, reference = _both(src)
+    assert mine == reference
+    assert [b["type"] for b in mine["blocks"]] == [
+        "heading",
+        "paragraph",
+        "list",
+        "list",
+        "paragraph",
+        "code",
+        "paragraph",
+    ]
+
+
+def test_fast_path_at_its_nesting_bound() -> None:
+    """The deepest container markup the fast parser is given, and one column more."""
+    width = markdown_format.FAST_MAX_PREFIX_COLUMNS
+    for src in ("- " * (width // 2) + "x\n", "> " * (width // 2) + "x\n", ">" * width + " x\n"):
+        assert _fast_taken(src)
+        mine, reference = _both(src)
+        assert mine == reference
+        assert mine["coverage"]["complete"]
+    assert not _fast_taken(">" * (width + 1) + " x\n")
+
+
+_PATHOLOGICAL = {
+    "brackets": "'[' * 50_000 + 'x\\n'",
+    "images": "'![' * 20_000 + 'x\\n'",
+    "quotes": "'>' * 100_000 + ' x\\n'",
+    "spaced quotes": "'> ' * 100_000 + 'x\\n'",
+    "list markers": "'- ' * 50_000 + 'x\\n'",
+    "ordered markers": "'1. ' * 50_000 + 'x\\n'",
+    "indented lists": "''.join('  ' * i + '- x\\n' for i in range(3_000))",
+    "quoted lists": "'> - ' * 30_000 + 'x\\n'",
+    "emphasis": "'*' * 50_000 + 'a' + '_' * 50_000 + '\\n'",
+    "links": "'[a](' * 50_000 + '\\n'",
+    "table": "'|' + '|'.join('h' * 5_000) + '|\\n|' + '-|' * 5_000 + '\\n' + '|x|\\n' * 20",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PATHOLOGICAL))
+def test_pathological_nesting_never_crashes_the_process(name: str) -> None:
+    """Each in a process of its own, so a native stack overflow would show as a signal, not a test error."""
+    code = (
+        "import sys\n"
+        "from extract_fn.formats import markdown_format\n"
+        "from extract_fn.formats.base import ExtractRequest\n"
+        f"src = {_PATHOLOGICAL[name]}\n"
+        "a = markdown_format.extract(src.encode(), ExtractRequest('markdown'))\n"
+        "print(len(a['blocks']), a['coverage']['total'])\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=240, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    _blocks, total = map(int, proc.stdout.split())
+    assert total >= 1
+
+
+def test_parser_versions_are_the_installed_ones() -> None:
+    import markdown_it
+    import markdown_it_pyrs
+
+    assert markdown_it.__version__ == markdown_format.MARKDOWN_IT_PY_VERSION
+    assert markdown_it_pyrs.__version__ == markdown_format.MARKDOWN_IT_PYRS_VERSION
+    assert run("x\n")["parser_version"] == "1+markdown-it-py-4.3.0+markdown-it-pyrs-0.4.0"
+
+
+def test_md_trim_chars_are_markdown_it_pys() -> None:
+    from markdown_it.common.utils import MD_TRIM_CHARS
+
+    assert markdown_format._MD_TRIM_CHARS == MD_TRIM_CHARS
+
+
+def test_plain_markdown_does_not_import_markdown_it_py() -> None:
+    """markdown-it-py (25 ms to import) loads only for inline syntax or the fallback parse."""
+    code = (
+        "import sys\n"
+        "from extract_fn.formats import markdown_format\n"
+        "from extract_fn.formats.base import ExtractRequest\n"
+        "a = markdown_format.extract(b'# Title\\n\\nplain words\\n\\n- item\\n', ExtractRequest('markdown'))\n"
+        "assert len(a['blocks']) == 3, a\n"
+        "print('markdown_it' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
+
+
+def test_fast_path_keeps_to_the_memory_limit() -> None:
+    """Under a heap limit too small for markdown-it-pyrs's tree of the file the fast path steps aside (a failed Rust
+    allocation would abort the worker), and markdown-it-py extracts the file."""
+    code = (
+        "import resource\n"
+        "from extract_fn.formats import markdown_format\n"
+        "from extract_fn.formats.base import ExtractRequest\n"
+        "src = ('# Title\\n\\n' + 'plain words ' * 20 + '\\n\\n- item\\n\\n') * 8_000\n"
+        "room = 80 * 1024 * 1024\n"
+        "used = int(open('/proc/self/statm').read().split()[5]) * resource.getpagesize()\n"
+        "resource.setrlimit(resource.RLIMIT_DATA, (used + room, resource.RLIM_INFINITY))\n"
+        "assert len(src) * markdown_format.FAST_MEMORY_PER_BYTE > room\n"
+        "assert markdown_format._fast_events(src) is None\n"
+        "assert markdown_format._fast_events(src[:100_000]) is not None\n"
+        "a = markdown_format.extract(src.encode(), ExtractRequest('markdown'))\n"
+        "print(len(a['blocks']))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "24000"

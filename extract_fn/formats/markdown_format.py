@@ -2,16 +2,24 @@
 
 Parsers: markdown-it-py with the ``commonmark`` preset and the ``table`` rule is the reference. Chosen for exactness:
 it renders all 655 examples of the CommonMark 0.31.2 spec as the spec does (markdown-it-pyrs 652, cmark-gfm 644, being
-on spec 0.29), and it is pure Python, so hostile nesting cannot overflow a native stack. It is also slow (about 0.45 s
-of CPU for the block parse of the 2.8 MB benchmark file), so the block structure is normally read from
-markdown-it-pyrs (``_fast_events``: the Rust port of the same parser, about 4x faster) with only its block rules
-enabled, and every inline content still goes through markdown-it-py's inline parser (``inline_text``). The two agree
-block for block (the three spec examples markdown-it-pyrs gets wrong are inline ones, which it never parses here); the
-artifact is identical whichever parsed it, as the tests check on every spec example and every corpus file.
-markdown-it-pyrs recurses on the native stack once per nested container (and segfaults some 100,000 levels down) and
-has no nesting limit, so it only gets a source whose nesting a linear pre-scan bounds well below markdown-it-py's
-``MAX_NESTING`` (``_fast_path_safe``); anything else, and any tree it returns that the walk does not expect, goes to
-markdown-it-py. Decoding: ``extract_fn.text_decoding.decode_text`` (BOM, ``encoding`` option, strict UTF-8);
+on spec 0.29), and it is pure Python, so hostile nesting cannot overflow a native stack. Its block parse is slow
+(0.45 s of CPU for the 2.8 MB benchmark file), so the block structure is read from markdown-it-pyrs (the Rust port of
+markdown-it; ``_fast_events``, about 0.2 s with the walk of its tree) whenever a linear pre-scan (``_fast_plan``) finds
+the source within the part of Markdown where the two are known to agree, and from markdown-it-py otherwise. The
+artifact is the same whichever parsed the blocks: the tests compare the two on every spec example, every corpus file
+and thousands of generated documents. Inline content always goes through markdown-it-py's inline parser
+(``inline_text``; markdown-it-pyrs runs with no inline rule, so the three spec examples it gets wrong, all inline, do
+not matter), and only where it holds inline syntax.
+
+The fast path is declined (the reasons are what differential fuzzing found): container markup wider than
+FAST_MAX_PREFIX_COLUMNS at a line's start (markdown-it-pyrs recurses on the native stack per nested container, has no
+nesting limit and segfaults some 100,000 levels down; the bound keeps it far below both that and markdown-it-py's
+``MAX_NESTING``), characters one parser takes for whitespace and the other not, reference definitions, lazy
+continuation lines of block quotes, HTML blocks that may span blank lines inside containers, tables other than a run
+of lines that all start with ``|`` (markdown-it-pyrs's table rule is its own, so it runs without one and
+``_table_run_events`` ports markdown-it-py's for that shape), a tree the walk does not expect (including inline
+positions it cannot trust), a Rust panic, and a source whose tree may not fit the process's memory limit
+(FAST_MEMORY_PER_BYTE). Decoding: ``extract_fn.text_decoding.decode_text`` (BOM, ``encoding`` option, strict UTF-8);
 UTF-16/32 without a BOM is the ``encoding`` error (``refuse_wide_text``).
 
 Blocks, in reading order:
@@ -62,7 +70,7 @@ from __future__ import annotations
 import functools
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -156,12 +164,15 @@ class _Cut(Exception):
 # raw HTML, entity), or spaces/tabs beside a line break (a hard break, or spaces the soft break drops). Content with
 # none of these parses to exactly one text run equal to itself, so it is its own plain text.
 _NEEDS_INLINE: Final = re.compile(r"[\\`*_\[\]!<&]|[ \t]\n|\n[ \t]")
+_INLINE_CHAR: Final = re.compile(r"[\\`*_\[\]!<&]")  # _NEEDS_INLINE's first half, which a regex scans 4x faster alone
 
 
 def inline_text(content: str, env: dict[str, Any]) -> str:
     """The plain text of an inline token's content: markdown-it's inline parse (with the document's env, for
-    reference links), its markers dropped. Content with no inline syntax skips the parse."""
-    if not _NEEDS_INLINE.search(content):
+    reference links), its markers dropped. Content with no inline syntax (``_NEEDS_INLINE``) skips the parse."""
+    if not _INLINE_CHAR.search(content) and (
+        "\n" not in content or not (" \n" in content or "\t\n" in content or "\n " in content or "\n\t" in content)
+    ):
         return content
     md = _parser()
     children: list[Token] = []
@@ -288,16 +299,19 @@ def _reference_events(tokens: list[Token]) -> list[Event]:
     return events
 
 
-_DIGITS: Final = re.compile(r"[0-9]{1,9}")
-_DIGITS_B: Final = re.compile(rb"[0-9]{1,9}")
+# An ordered list marker's number (from its first digit: the lookbehind sees the text before ``pos``).
+_DIGITS: Final = re.compile(r"(?<![0-9])([0-9]{1,9})[.)]")
+_DIGITS_B: Final = re.compile(rb"(?<![0-9])([0-9]{1,9})[.)]")
 
 
 # -- the fast path: markdown-it-pyrs for the block structure ---------------------------------------------------------
 #
 # markdown-it-pyrs (markdown-it.rs) ports markdown-it, not markdown-it-py 4.3.0, and differs from it beyond the three
 # inline spec examples: Rust's notion of whitespace, a table rule of its own (other header and delimiter rules, other
-# ends), lazy continuation lines of block quotes, reference definitions. Differential fuzzing (tests) found each of
-# these; the pre-scan (``_fast_plan``) sends every source that holds one to markdown-it-py, and the fast parser runs
+# ends), lazy continuation lines of block quotes, reference definitions, HTML blocks spanning blank lines in containers
+# and ``<!`` with a lowercase letter, a last line of only spaces, inline positions past tabs. Differential fuzzing
+# found each of these; the pre-scan (``_fast_plan``) sends every source that holds one to markdown-it-py (or
+# ``_fast_events`` and ``_tree_events`` work around it, or check for it and give up), and the fast parser runs
 # without its table rule: tables are read by ``_table_run_events``, a port of markdown-it-py's table rule, in the one
 # shape it is ported for (a run of lines that all start with ``|``, with a blank line or the text's edge on each side).
 
@@ -307,6 +321,11 @@ _DIGITS_B: Final = re.compile(rb"[0-9]{1,9}")
 # most this + 2: below MAX_NESTING, so markdown-it-py would skip nothing either, and a thousand times below the depth
 # at which markdown-it-pyrs's recursion overflows an 8 MiB stack.
 FAST_MAX_PREFIX_COLUMNS: Final = 64
+# Bytes of memory the fast path may take per source byte: markdown-it-pyrs's tree holds about 12 bytes a byte in Rust
+# and 10 more in its Python nodes, beside the events (31 in all for the 28 MB of ten big.md, where markdown-it-py's
+# tokens peak at 22), with a margin. A Rust allocation that fails aborts the process where markdown-it-py's raises
+# MemoryError, so a source whose fast parse may not fit the process's memory limit goes to markdown-it-py.
+FAST_MEMORY_PER_BYTE: Final = 48
 # markdown-it-py's table rule ends a table once it has padded this many missing cells (MAX_AUTOCOMPLETED_CELLS).
 TABLE_MAX_AUTOCOMPLETED_CELLS: Final = 0x10000
 
@@ -322,6 +341,7 @@ _CONTAINER_MARKUP: Final = re.compile(r"(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(
 _DIVERGENT_CHARS: Final = re.compile(
     "[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\u0130\u0131\u017f\u212a]"
 )
+_DIVERGENT_ASCII: Final = "\x0b\x0c\x1c\x1d\x1e\x1f"
 # A line whose leading markup holds a ``>`` (it may continue a block quote), and the leading markup itself.
 _QUOTE_LINE: Final = re.compile(rf"\n{_MARKUP_CHARS}*>")
 _LEADING_MARKUP: Final = re.compile(rf"{_MARKUP_CHARS}*+")
@@ -331,9 +351,11 @@ _MARKERS_TO_SPACES: Final = str.maketrans("-+*.)0123456789", " " * 15)
 # one.
 _SPANNING_HTML: Final = re.compile(rf"\n{_MARKUP_CHARS}+(?:<[!?]|<(?i:script|pre|style|textarea))|\n<![a-z]")
 # A line markdown-it-py's table rule could take as a delimiter row, in any container: nothing but container markup and
-# ``|:-`` characters, one ``-`` at least (possessive, so a long line costs one pass).
-_DELIMITER_LINE: Final = re.compile(r"\n(?=[^\n-]*+-)[ \t>|:*+.)0-9-]*+(?=\n|\Z)")
+# ``|:-`` characters, one ``-`` at least (possessive: no backtracking).
+_DELIMITER_LINE: Final = re.compile(r"\n[ \t>|:*+.)0-9]*+-[ \t>|:*+.)0-9-]*+(?=\n|\Z)")
 _BLANK_LINE: Final = re.compile(r"[ \t]*+(?:\n|\Z)")
+_BLANK_LINE_AT: Final = re.compile(r"[ \t]*+(?:[\r\n]|\Z)")  # a line of the decoded text holding only spaces and tabs
+_TAB_INDENTED: Final = re.compile(rf"\n{_MARKUP_CHARS}*?\t")
 
 
 @functools.cache
@@ -349,10 +371,9 @@ class _NotFast(Exception):
     """markdown-it-pyrs's tree holds something the walk does not expect: markdown-it-py parses the text instead."""
 
 
-def _nesting_bounded(src: str) -> bool:
-    """Whether no line opens with more than FAST_MAX_PREFIX_COLUMNS columns of container markup (linear: only lines
-    that open with enough candidate characters are measured)."""
-    text = "\n" + src
+def _nesting_bounded(text: str) -> bool:
+    """Whether no line of ``text`` (the source after a newline) opens with more than FAST_MAX_PREFIX_COLUMNS columns
+    of container markup (linear: only lines that open with enough candidate characters are measured)."""
     for m in _WIDE_MARKUP.finditer(text):
         markup = _CONTAINER_MARKUP.match(text, m.start() + 1).group()  # type: ignore[union-attr]  # matches ""
         if len(markup) + 3 * markup.count("\t") > FAST_MAX_PREFIX_COLUMNS:
@@ -360,11 +381,11 @@ def _nesting_bounded(src: str) -> bool:
     return True
 
 
-def _quotes_continue_explicitly(src: str) -> bool:
+def _quotes_continue_explicitly(text: str) -> bool:
     """Whether every non-blank line after a line that may continue a block quote repeats that line's ``>`` markers
     at the same columns (list markers counted as their width in spaces): a block quote with no lazy continuation
-    line, the one place markdown-it-pyrs and markdown-it-py end block quotes differently."""
-    text = "\n" + src
+    line, the one place markdown-it-pyrs and markdown-it-py end block quotes differently. ``text`` is the source
+    after a newline."""
     for m in _QUOTE_LINE.finditer(text):
         lead = _LEADING_MARKUP.match(text, m.start() + 1).group()  # type: ignore[union-attr]
         end = text.find("\n", m.end())
@@ -414,13 +435,29 @@ def _table_runs(src: str) -> dict[int, list[str]] | None:
     return runs
 
 
-def _fast_plan(src: str) -> dict[int, list[str]] | None:
-    """The table runs of a source the fast parser may read (newlines normalized), else None."""
-    if _DIVERGENT_CHARS.search(src) or "]:" in src:  # no reference definition: markdown-it-pyrs reads some otherwise
+def _fast_plan(src: str) -> tuple[dict[int, list[str]], list[int]] | None:
+    """For a source the fast parser may read (newlines normalized), its table runs and the lines (1-based) whose
+    leading markup holds a tab; None for any other source."""
+    if src.isascii():  # (a scan for the few ASCII ones is 4x faster than the regex)
+        if any(ch in src for ch in _DIVERGENT_ASCII):
+            return None
+    elif _DIVERGENT_CHARS.search(src):
         return None
-    if _SPANNING_HTML.search("\n" + src) or not _nesting_bounded(src) or not _quotes_continue_explicitly(src):
+    if "]:" in src:  # no reference definition: markdown-it-pyrs reads some otherwise
         return None
-    return _table_runs(src)
+    text = "\n" + src
+    if _SPANNING_HTML.search(text) or not _nesting_bounded(text) or not _quotes_continue_explicitly(text):
+        return None
+    runs = _table_runs(src)
+    if runs is None:
+        return None
+    tab_lines = []
+    counted_to, line_no = 0, 0
+    for m in _TAB_INDENTED.finditer(text):
+        line_no += text.count("\n", counted_to, m.start() + 1)
+        counted_to = m.start() + 1
+        tab_lines.append(line_no)
+    return runs, tab_lines
 
 
 # markdown-it-py's table rule (markdown_it/rules_block/table.py) for a run of lines that all start with ``|`` at the
@@ -530,6 +567,30 @@ def _table_run_events(lines: list[str], first_line: int) -> list[Event]:
     return events
 
 
+def _memory_room() -> int | None:
+    """Bytes the process may still allocate under its RLIMIT_DATA and RLIMIT_AS soft limits (the worker sets them),
+    or None when neither is set."""
+    import resource
+
+    data_limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    as_limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if data_limit == resource.RLIM_INFINITY and as_limit == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm", "rb") as f:  # pages: size resident shared text lib data dirty
+            fields = f.read().split()
+        page = resource.getpagesize()
+        size, data = int(fields[0]) * page, int(fields[5]) * page
+    except (OSError, IndexError, ValueError):  # not Linux: count nothing used (the margin covers the interpreter)
+        size = data = 0
+    room = []
+    if data_limit != resource.RLIM_INFINITY:
+        room.append(data_limit - data)
+    if as_limit != resource.RLIM_INFINITY:
+        room.append(as_limit - size)
+    return max(0, min(room))
+
+
 def _fast_events(source: str) -> list[Event] | None:
     """The block events of ``source`` from markdown-it-pyrs, or None when it must not or cannot read it.
 
@@ -541,9 +602,13 @@ def _fast_events(source: str) -> list[Event] | None:
     src = normalize_newlines(source)
     if "\0" in src:
         src = src.replace("\0", "\ufffd")
-    runs = _fast_plan(src)
-    if runs is None:
+    tail = src.rfind("\n") + 1
+    if tail < len(src) and not src[tail:].strip(" \t"):
+        src = src[:tail]  # markdown-it-py gives a last line of only spaces and tabs, with no newline, no line at all
+    plan = _fast_plan(src)
+    if plan is None:
         return None
+    runs, tab_lines = plan
     buf: str | bytes
     if src.isascii():
         buf, newline = src, "\n"
@@ -553,6 +618,9 @@ def _fast_events(source: str) -> list[Event] | None:
         except UnicodeEncodeError:  # a lone surrogate (from a codec that lets one through): markdown-it-py copes
             return None
         newline = b"\n"  # type: ignore[assignment]
+    room = _memory_room()
+    if room is not None and len(buf) * FAST_MEMORY_PER_BYTE > room:
+        return None
     starts = array("q", [0])
     find = buf.find
     pos = find(newline)  # type: ignore[arg-type]
@@ -566,18 +634,23 @@ def _fast_events(source: str) -> list[Event] | None:
     except BaseException:  # a Rust panic is pyo3's PanicException, a BaseException: markdown-it-py copes
         return None
     try:
-        return _tree_events(root, buf, starts, runs)
-    except _NotFast:
+        return _tree_events(root, buf, starts, runs, tab_lines)
+    except MemoryError:
+        raise
+    except Exception:  # _NotFast, or a node shaped otherwise than this walk knows: markdown-it-py parses the text
         return None
 
 
-def _tree_events(root: Any, buf: str | bytes, starts: array[int], runs: dict[int, list[str]]) -> list[Event]:
+def _tree_events(
+    root: Any, buf: str | bytes, starts: array[int], runs: dict[int, list[str]], tab_lines: list[int]
+) -> list[Event]:
     """markdown-it-pyrs's tree as block events (iterative). A paragraph at the top level that is one of ``runs``
     becomes the table run's events."""
     events: list[Event] = []
     append = events.append
     digits = _DIGITS if isinstance(buf, str) else _DIGITS_B
     runs_left = len(runs)
+    line = bisect_right  # line(starts, offset): the 1-based line of a byte offset
     # the children being walked, and their parent's name; the events that close the parents
     stack: list[tuple[Iterator[Any], str]] = [(iter(root.children), "root")]
     closers: list[Event | None] = [None]
@@ -587,30 +660,44 @@ def _tree_events(root: Any, buf: str | bytes, starts: array[int], runs: dict[int
             name = node.name
             if name == "paragraph":
                 start, end = node.srcmap
-                first = bisect_right(starts, start)
+                first = line(starts, start)
                 kids = node.children
                 if len(kids) != 1 or kids[0].name != "text":
                     raise _NotFast(name)
                 if first in runs and parent == "root":
                     lines = runs[first]
-                    if bisect_right(starts, end - 1) != first + len(lines) - 1:
+                    if line(starts, end - 1) != first + len(lines) - 1:
                         raise _NotFast(name)
                     events += _table_run_events(lines, first)
                     runs_left -= 1
                     continue
-                append((_PARA, first, bisect_right(starts, end - 1), kids[0].meta["content"]))
+                content = kids[0].meta["content"]
+                last = line(starts, end - 1)
+                if last - first != content.count("\n"):
+                    raise _NotFast(name)
+                append((_PARA, first, last, content))
             elif name == "text" and parent == "list_item":  # a tight list item's paragraph
+                # An inline node's position is mapped back from its content, which markdown-it-pyrs maps wrongly
+                # past a tab of indentation: its lines are trusted only when they agree with the content's line
+                # count and no line around them is indented with a tab.
                 start, end = node.srcmap
-                append((_PARA, bisect_right(starts, start), bisect_right(starts, end - 1), node.meta["content"]))
+                content = node.meta["content"]
+                first = line(starts, start)
+                last = first + content.count("\n")
+                if last != line(starts, end - 1):
+                    raise _NotFast(name)
+                if tab_lines and bisect_left(tab_lines, first - 1) != line(tab_lines, last + 1):
+                    raise _NotFast(name)
+                append((_PARA, first, last, content))
             elif name == "list_item":
                 start = node.srcmap[0]
                 number = None
-                if parent == "ordered_list":
+                if parent == "ordered_list":  # the item's own number, as markdown-it-py reads it off its marker
                     m = digits.match(buf, start)
                     if m is None:
                         raise _NotFast(name)
-                    number = int(m.group())
-                append((_ITEM, bisect_right(starts, start), parent == "ordered_list", number))
+                    number = int(m.group(1))
+                append((_ITEM, line(starts, start), parent == "ordered_list", number))
                 stack.append((iter(node.children), name))
                 closers.append(_ITEM_END_EV)
                 break
@@ -630,25 +717,23 @@ def _tree_events(root: Any, buf: str | bytes, starts: array[int], runs: dict[int
                 if kids and (len(kids) != 1 or kids[0].name != "text"):
                     raise _NotFast(name)
                 content = kids[0].meta["content"] if kids else ""
-                append(
-                    (_HEADING, bisect_right(starts, start), bisect_right(starts, end - 1), content, node.meta["level"])
-                )
+                append((_HEADING, line(starts, start), line(starts, end - 1), content, node.meta["level"]))
             elif name == "fence":
                 start, end = node.srcmap
-                first = bisect_right(starts, start)
+                first = line(starts, start)
                 opening = buf[start : starts[first] - 1 if first < len(starts) else len(buf)]
                 info = opening if isinstance(opening, str) else opening.decode("utf-8")
                 if info[:1] not in ("`", "~"):
                     raise _NotFast(name)
                 # markdown-it-py's info string: the rest of the opening line after the run of markers
                 info = info.lstrip(info[0])
-                append((_CODE, first, bisect_right(starts, end - 1), node.meta["content"], info))
+                append((_CODE, first, line(starts, end - 1), node.meta["content"], info))
             elif name == "code_block":
                 start, end = node.srcmap
-                append((_CODE, bisect_right(starts, start), bisect_right(starts, end - 1), node.meta["content"], ""))
+                append((_CODE, line(starts, start), line(starts, end - 1), node.meta["content"], ""))
             elif name == "html_block":
                 start, end = node.srcmap
-                append((_HTML, bisect_right(starts, start), bisect_right(starts, end - 1), node.meta["content"]))
+                append((_HTML, line(starts, start), line(starts, end - 1), node.meta["content"]))
             elif name != "hr":
                 raise _NotFast(name)
         else:
@@ -662,7 +747,8 @@ def _tree_events(root: Any, buf: str | bytes, starts: array[int], runs: dict[int
 
 
 class _Walker:
-    """Turns block events into blocks; iterative, with explicit container stacks."""
+    """Turns block events into blocks; iterative, with explicit container stacks. (Hot: one call chain per block, no
+    keyword arguments, positional tuples; the semantics are those of the module docstring.)"""
 
     def __init__(self, builder: ArtifactBuilder, lines: LineIndex, budget: OutputBudget, env: dict[str, Any]) -> None:
         self.b = builder
@@ -684,25 +770,21 @@ class _Walker:
         first: int,
         last: int,
         *,
-        depth: int | None = None,
-        attrs: dict[str, Any] | None = None,
-        keys: list[str] | None = None,
-        section_path: list[str] | None = None,
-        parent: str | None = None,
-        own_parent: bool = False,
+        depth: int | None,
+        attrs: dict[str, Any] | None,
+        keys: list[str] | tuple[()],
+        path: list[str],
+        parent: str | None,
     ) -> str:
+        """Add one block (``parent`` as given), its locator lines ``first..last`` without trailing blank lines."""
         if self.quote_depth:
             attrs = dict(attrs) if attrs else {}
             attrs["quote"] = True
             attrs["quote_depth"] = self.quote_depth
-        path = self.sections.path if section_path is None else section_path
-        if not self.budget.take(text, path, keys or (), attrs):
+        if not self.budget.take(text, path, keys, attrs):
             raise _Cut(first)
-        if not own_parent:
-            parent = self._container_parent()
-        # The locator: lines ``first..last`` without trailing blank lines, and their characters.
         lines = self.lines
-        while last > first and not lines.line_text(last).strip(" \t"):
+        while last > first and _BLANK_LINE_AT.match(lines.text, lines.line_start(last)):
             last -= 1
         locator = {
             "line_start": first,
@@ -711,14 +793,7 @@ class _Walker:
             "char_end": lines.line_end(last),
         }
         return self.b.add_block(
-            type_,
-            text,
-            locator=locator,
-            section_path=path,
-            keys=keys or (),
-            parent=parent,
-            depth=depth,
-            attrs=attrs,
+            type_, text, locator=locator, section_path=path, keys=keys, parent=parent, depth=depth, attrs=attrs
         )
 
     def _container_parent(self) -> str | None:
@@ -731,9 +806,9 @@ class _Walker:
         """Give every pending item among ``items[:upto]`` its (empty-text) block, outermost first."""
         for item in self.items[:upto]:
             if item.block_id is None:
-                item.block_id = self._item_block(item, "", item.first_line, item.first_line)
+                item.block_id = self._item_block(item, "", item.first_line)
 
-    def _item_block(self, item: _Item, text: str, first: int, last: int) -> str:
+    def _item_block(self, item: _Item, text: str, last: int) -> str:
         parent = None
         for outer in reversed(self.items):
             if outer is not item and outer.block_id is not None:
@@ -741,21 +816,45 @@ class _Walker:
                 break
         if parent is None:
             parent = self.sections.heading_id
-        return self._add("list", text, first, last, depth=item.depth, attrs=item.attrs, parent=parent, own_parent=True)
+        return self._add(
+            "list",
+            text,
+            item.first_line,
+            last,
+            depth=item.depth,
+            attrs=item.attrs,
+            keys=(),
+            path=self.sections.path,
+            parent=parent,
+        )
 
-    def leaf(self, type_: str, text: str, first: int, last: int, **kw: Any) -> None:
+    def leaf(
+        self,
+        type_: str,
+        text: str,
+        first: int,
+        last: int,
+        *,
+        depth: int | None = None,
+        attrs: dict[str, Any] | None = None,
+        keys: list[str] | tuple[()] = (),
+    ) -> None:
         """A block that is content of the innermost open item (or of no item)."""
-        self._materialize(len(self.items))
-        self._add(type_, text, first, last, **kw)
+        if self.items:
+            self._materialize(len(self.items))
+            parent = self._container_parent()
+        else:
+            parent = self.sections.heading_id
+        self._add(type_, text, first, last, depth=depth, attrs=attrs, keys=keys, path=self.sections.path, parent=parent)
 
     def paragraph(self, text: str, first: int, last: int, attrs: dict[str, Any] | None = None) -> None:
         items = self.items
         if items and items[-1].block_id is None and attrs is None:
             item = items[-1]
             self._materialize(len(items) - 1)
-            item.block_id = self._item_block(item, text, item.first_line, last)
+            item.block_id = self._item_block(item, text, last)
             return
-        if not text.strip():
+        if not text or text.isspace():
             return
         self.leaf("paragraph", text, first, last, attrs=attrs)
 
@@ -767,12 +866,20 @@ class _Walker:
         if self.items or self.quote_depth:
             self.leaf("heading", text, first, last, depth=level, keys=keys)
             return
-        path = self.sections.path_with(level, text)
-        parent = self.sections.parent_for(level)
+        sections = self.sections
+        path = sections.path_with(level, text)
         bid = self._add(
-            "heading", text, first, last, depth=level, keys=keys, section_path=path, parent=parent, own_parent=True
+            "heading",
+            text,
+            first,
+            last,
+            depth=level,
+            attrs=None,
+            keys=keys,
+            path=path,
+            parent=sections.parent_for(level),
         )
-        self.sections.enter(level, text, bid)
+        sections.enter(level, text, bid)
 
     # -- the walk -------------------------------------------------------------------------------------------------
 
@@ -813,7 +920,7 @@ class _Walker:
             elif kind == _HTML:
                 text = _html_visible_text(ev[3])
                 if text:
-                    self.paragraph(text, ev[1], ev[2], attrs={"html": True})
+                    self.paragraph(text, ev[1], ev[2], {"html": True})
             elif kind == _TABLE:
                 _, first, last, raw_rows = ev
                 columns = [inline_text(cell, env) for cell in raw_rows[0]]
