@@ -243,30 +243,26 @@ def column_type(kinds: set[str]) -> str:
     return "mixed"
 
 
-def format_duration_us(total_us: int) -> str:
-    """Microseconds as ``[-]H:MM:SS[.ffffff]`` (hours may pass 24; trailing zeros of the fraction dropped)."""
-    sign = "-" if total_us < 0 else ""
-    total_us = abs(total_us)
-    secs, us = divmod(total_us, 1_000_000)
+def _format_duration(total: int, per_second: int, digits: int) -> str:
+    """``total`` units of ``1/per_second`` s as ``[-]H:MM:SS[.f]`` (hours may pass 24; trailing zeros dropped)."""
+    sign = "-" if total < 0 else ""
+    secs, frac = divmod(abs(total), per_second)
     mins, s = divmod(secs, 60)
     h, m = divmod(mins, 60)
     out = f"{sign}{h}:{m:02d}:{s:02d}"
-    if us:
-        out += "." + f"{us:06d}".rstrip("0")
+    if frac:
+        out += "." + f"{frac:0{digits}d}".rstrip("0")
     return out
+
+
+def format_duration_us(total_us: int) -> str:
+    """Microseconds as ``[-]H:MM:SS[.ffffff]`` (hours may pass 24; trailing zeros of the fraction dropped)."""
+    return _format_duration(total_us, 1_000_000, 6)
 
 
 def format_duration_ns(total_ns: int) -> str:
     """Nanoseconds as ``[-]H:MM:SS[.fffffffff]``."""
-    sign = "-" if total_ns < 0 else ""
-    total_ns = abs(total_ns)
-    secs, ns = divmod(total_ns, 1_000_000_000)
-    mins, s = divmod(secs, 60)
-    h, m = divmod(mins, 60)
-    out = f"{sign}{h}:{m:02d}:{s:02d}"
-    if ns:
-        out += "." + f"{ns:09d}".rstrip("0")
-    return out
+    return _format_duration(total_ns, 1_000_000_000, 9)
 
 
 def format_timedelta(td: _dt.timedelta) -> str:
