@@ -82,10 +82,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat, starmap
 from operator import eq, is_, is_not, itemgetter, le, lt, or_
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # the models are loaded only when built (see _load_models)
+    from shared.artifact_models import Artifact, Block, Column, Coverage, FailedUnit, Locator, Table, _Model
 
 from shared.contract import (
     BLOCK_TYPES,
@@ -122,86 +124,47 @@ __all__ = [
 # Models
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+class _Unbuilt:
+    """Stands in for the pydantic models while only checking (``check_artifact``): the checker's careful paths
+    build their objects the same way, and nobody reads them. ``_load_models`` puts the real models in place."""
 
 
-class Locator(_Model):
-    """Where a block or table lies in the original. Every member is optional; pairs come complete."""
-
-    line_start: int | None = None
-    line_end: int | None = None
-    char_start: int | None = None
-    char_end: int | None = None
-    key_path: str | None = None
-    page_start: int | None = None
-    page_end: int | None = None
-    sheet: str | None = None
-    row_start: int | None = None
-    row_end: int | None = None
-
-
-class Block(_Model):
-    id: str
-    type: str  # one of shared.contract.BLOCK_TYPES
-    text: str
-    parent: str | None = None
-    depth: int | None = None
-    section_path: list[str]
-    keys: list[str]
-    attrs: dict[str, Any] = Field(default_factory=dict)
-    locator: Locator
+_Locator = _Block = _FailedUnit = _Coverage = _Column = _Table = _Artifact = _Unbuilt
+_MODEL_NAMES: Final = ("Locator", "Block", "FailedUnit", "Coverage", "Column", "Table", "Artifact")
+_LOCATOR_FIELD_NAMES: Final = (
+    "line_start",
+    "line_end",
+    "char_start",
+    "char_end",
+    "key_path",
+    "page_start",
+    "page_end",
+    "sheet",
+    "row_start",
+    "row_end",
+)
+_TABLE_FIELD_NAMES: Final = ("id", "name", "columns", "rows", "header_rows", "locator", "attrs")
+_models_loaded = False
 
 
-class FailedUnit(_Model):
-    unit: str
-    reason: str
+def _load_models() -> None:
+    """Bind the pydantic models (and their slot setters) in place of the placeholders, once."""
+    global _models_loaded, _SET_DICT, _SET_FIELDS_SET, _SET_EXTRA, _SET_PRIVATE  # noqa: PLW0603
+    if _models_loaded:
+        return
+    from shared import artifact_models as m
+
+    globals().update({f"_{name}": getattr(m, name) for name in _MODEL_NAMES})
+    _SET_DICT, _SET_FIELDS_SET, _SET_EXTRA, _SET_PRIVATE = m.SET_DICT, m.SET_FIELDS_SET, m.SET_EXTRA, m.SET_PRIVATE
+    _models_loaded = True
 
 
-class Coverage(_Model):
-    unit: str
-    total: int
-    extracted: int
-    failed: list[FailedUnit]
-    lost: list[str]
-    complete: bool | None = None
-
-
-class Column(_Model):
-    name: str
-    type: str  # one of shared.contract.COLUMN_TYPES
-
-
-class Table(_Model):
-    id: str
-    name: str
-    columns: list[Column]
-    rows: list[list[Any]]  # str | int | float | bool | None | {"error": str}
-    header_rows: int = 1
-    locator: Locator
-    attrs: dict[str, Any] = Field(default_factory=dict)
-
-
-class Artifact(_Model):
-    schema_version: int
-    format: str
-    parser: str
-    parser_version: str
-    options: dict[str, Any]
-    attrs: dict[str, Any]
-    warnings: list[str]
-    coverage: Coverage
-    blocks: list[Block]
-    tables: list[Table] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The cleaned artifact as plain JSON data: fields the contract does not name are gone, optional fields
-        appear only when the artifact sent them (``blocks[].attrs`` and ``tables[].attrs`` included)."""
-        return self.model_dump(exclude_unset=True)
-
-    def to_json(self) -> bytes:
-        """The cleaned artifact as JSON bytes (see ``to_dict``)."""
-        return orjson.dumps(self.to_dict())
+def __getattr__(name: str) -> Any:
+    """``from shared.artifact import Artifact`` (and the other models) loads them."""
+    if name in _MODEL_NAMES:
+        _load_models()
+        return globals()[f"_{name}"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _object_new = object.__new__
@@ -288,8 +251,8 @@ _TOP_FIELDS: Final = frozenset(
     {"schema_version", "format", "parser", "parser_version", "options", "attrs", "warnings", "coverage", "blocks"}
 )
 _BLOCK_FIELDS: Final = frozenset({"id", "type", "text", "parent", "depth", "section_path", "keys", "attrs", "locator"})
-_LOCATOR_FIELDS: Final = frozenset(Locator.model_fields)
-_TABLE_FIELDS: Final = frozenset(Table.model_fields)
+_LOCATOR_FIELDS: Final = frozenset(_LOCATOR_FIELD_NAMES)
+_TABLE_FIELDS: Final = frozenset(_TABLE_FIELD_NAMES)
 # (start, end, the value an unused pair holds): lines, pages and rows are 1-based, characters 0-based.
 _PAIRS: Final = (
     ("line_start", "line_end", 0),
@@ -323,7 +286,7 @@ _BLOCK_FIELD_SETS: Final[tuple[set[str], ...]] = tuple(
 _BLOCK_FIELD_SETS_BY_SENT: Final[dict[tuple[bool, bool, bool], set[str]]] = {
     (bool(mask & 1), bool(mask & 2), bool(mask & 4)): fields for mask, fields in enumerate(_BLOCK_FIELD_SETS)
 }
-_LOCATOR_DEFAULTS: Final[dict[str, None]] = dict.fromkeys(Locator.model_fields)  # in field order
+_LOCATOR_DEFAULTS: Final[dict[str, None]] = dict.fromkeys(_LOCATOR_FIELD_NAMES)  # in field order
 
 
 def _free_ok(node: Any, depth: int) -> bool:
@@ -431,10 +394,10 @@ class _FieldSets(dict[tuple[str, ...], set[str]]):
 
 # Model building at C speed: each model's slots set through their descriptors (what _construct does), a chunk at a
 # time with map (about 40% less than object.__setattr__, which looks the name up each time).
-_SET_DICT: Final = BaseModel.__dict__["__dict__"].__set__
-_SET_FIELDS_SET: Final = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_SET_EXTRA: Final = BaseModel.__dict__["__pydantic_extra__"].__set__
-_SET_PRIVATE: Final = BaseModel.__dict__["__pydantic_private__"].__set__
+_SET_DICT: Any = None  # set by _load_models
+_SET_FIELDS_SET: Any = None
+_SET_EXTRA: Any = None
+_SET_PRIVATE: Any = None
 
 
 def _new_models(
@@ -837,7 +800,7 @@ class _Checker:
         }
         for k in fields:
             values[k] = loc[k]
-        return _construct(Locator, values, fields)
+        return _construct(_Locator, values, fields)
 
     def locator_ok(self, loc: Any) -> bool:
         """Whether a locator is plain and valid with no unknown fields (False: take the careful path). Checks the
@@ -986,7 +949,7 @@ class _Checker:
             "blocks": blocks,
             "tables": tables,
         }
-        return _construct(Artifact, values, fields)
+        return _construct(_Artifact, values, fields)
 
     def coverage(self, cov: Any) -> Coverage | None:
         if cov is _MISSING:
@@ -1021,7 +984,7 @@ class _Checker:
                 u_ok = self.string(u, f"{p}.unit")
                 r_ok = self.string(r, f"{p}.reason")
                 if u_ok and r_ok:
-                    failed.append(_construct(FailedUnit, {"unit": u, "reason": r}, {"unit", "reason"}))
+                    failed.append(_construct(_FailedUnit, {"unit": u, "reason": r}, {"unit", "reason"}))
                 else:
                     failed_ok = False
         lost = self.need(cov, "lost", "coverage.lost")
@@ -1054,7 +1017,7 @@ class _Checker:
             "lost": list(lost),
             "complete": complete,
         }
-        return _construct(Coverage, values, fields)
+        return _construct(_Coverage, values, fields)
 
     def blocks(self, blocks: list[Any]) -> list[Block]:
         """The blocks of orjson data are checked a chunk at a time, a field at a time (``_blocks_fast``); a chunk that
@@ -1155,9 +1118,9 @@ class _Checker:
             _consume(map(dict.setdefault, chunk, repeat("depth"), repeat(None)))
         if len(sent_attrs) < n:
             _consume(map(dict.setdefault, chunk, repeat("attrs"), starmap(dict, repeat((), n))))
-        locators = _new_models(Locator, map(or_, repeat(_LOCATOR_DEFAULTS), locs), locator_fields, n)
+        locators = _new_models(_Locator, map(or_, repeat(_LOCATOR_DEFAULTS), locs), locator_fields, n)
         _consume(map(dict.__setitem__, chunk, repeat("locator"), locators))
-        out += _new_models(Block, chunk, block_fields, n)
+        out += _new_models(_Block, chunk, block_fields, n)
         return True
 
     def _locators_ok(self, locs: list[Any]) -> tuple[str, ...] | None:
@@ -1258,13 +1221,13 @@ class _Checker:
                         if attrs is _MISSING:
                             b["attrs"] = {}
                         # _construct, inlined: this runs 200,000 times for a large artifact
-                        m = new(Locator)
+                        m = new(_Locator)
                         setattr_(m, "__dict__", {**_LOCATOR_DEFAULTS, **loc})
                         setattr_(m, "__pydantic_fields_set__", set(loc))
                         setattr_(m, "__pydantic_extra__", None)
                         setattr_(m, "__pydantic_private__", None)
                         b["locator"] = m
-                        m = new(Block)
+                        m = new(_Block)
                         setattr_(m, "__dict__", b)
                         setattr_(m, "__pydantic_fields_set__", fields)
                         setattr_(m, "__pydantic_extra__", None)
@@ -1358,7 +1321,7 @@ class _Checker:
             "attrs": {} if attrs is _MISSING else attrs,
             "locator": loc,
         }
-        return _construct(Block, values, fields)
+        return _construct(_Block, values, fields)
 
     # -- tables --------------------------------------------------------------------------------------------------
 
@@ -1399,13 +1362,13 @@ class _Checker:
             values = {
                 "id": tid,
                 "name": name,
-                "columns": [_construct(Column, {"name": n, "type": ty}, {"name", "type"}) for n, ty in columns],
+                "columns": [_construct(_Column, {"name": n, "type": ty}, {"name", "type"}) for n, ty in columns],
                 "rows": rows,
                 "header_rows": 1 if hr is _MISSING else hr,
                 "locator": loc,
                 "attrs": {} if attrs is _MISSING else attrs,
             }
-            out.append(_construct(Table, values, fields))
+            out.append(_construct(_Table, values, fields))
         return out
 
     def columns(self, cols: Any, base: str) -> list[tuple[str, str | None]] | None:
@@ -1674,6 +1637,8 @@ def _run(raw: object, fmt: str, original_size: int, build: bool) -> Artifact | N
         raise ValueError("original_size must be 0 or more")
     if not isinstance(raw, dict | bytes | bytearray | memoryview):
         raise TypeError(f"an artifact is bytes or a dict, not {type(raw).__name__}")
+    if build:
+        _load_models()
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -1150,3 +1150,30 @@ def test_the_garbage_collector_is_left_as_it_was() -> None:
 )
 def test_nesting_depth(value: Any, depth: int) -> None:
     assert nesting_depth(value) == depth
+
+
+def test_check_artifact_does_not_import_pydantic() -> None:
+    """Every extractor worker runs check_artifact: it must not pay pydantic's import (~0.15 s per cold process)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys; from shared.artifact import check_artifact;"
+        "check_artifact(sys.stdin.buffer.read(), format='toml', original_size=1000);"
+        "print('pydantic' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=CONTRACT_EXAMPLE, capture_output=True, cwd=root, timeout=60, check=True
+    )
+    assert out.stdout.strip() == b"False"
+
+
+def test_the_checkers_field_names_are_the_models() -> None:
+    import shared.artifact as checker
+    from shared.artifact_models import Locator, Table
+
+    assert tuple(Locator.model_fields) == checker._LOCATOR_FIELD_NAMES
+    assert tuple(Table.model_fields) == checker._TABLE_FIELD_NAMES
+    assert checker.Artifact is type(validate_artifact(CONTRACT_EXAMPLE, format="toml", original_size=SIZE))
