@@ -13,6 +13,9 @@ cut in coverage.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from shared.contract import DEFAULT_MAX_BYTES
@@ -34,3 +37,20 @@ class ExtractRequest:
         if self.sql_dialect is not None:
             out["sql_dialect"] = self.sql_dialect
         return out
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one extraction.
+
+    A parse creates hundreds of thousands of containers and no cycles worth collecting; the collector's passes over
+    them cost about a third of markdown-it's parse (big.md: 0.84 s with it, 0.57 s without) and more than building
+    a big table's lists (2.7x measured by the validator).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -36,8 +36,8 @@ from array import array
 from collections import Counter
 from typing import Any, Final, overload
 
-from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.table_values import OutputBudget, add_table, gc_paused, infer_text_column, report_cut
+from extract_fn.formats.base import ExtractRequest, no_gc
+from extract_fn.formats.table_values import OutputBudget, add_table, infer_text_column, report_cut
 from extract_fn.text_decoding import decode_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -103,7 +103,7 @@ def _check_nul(text: str) -> int:
 
 
 def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    with gc_paused():
+    with no_gc():
         return _extract(data, request)
 
 

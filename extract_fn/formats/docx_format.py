@@ -38,7 +38,7 @@ from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
-from extract_fn.formats.zipsafe import has_member, open_package
+from extract_fn.formats.zipsafe import has_member, with_package
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -453,15 +453,7 @@ class _Doc:
 
 
 def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    zf = open_package(data, KIND)
-    try:
-        return _extract(zf, request)
-    except (zipfile.BadZipFile, KeyError, EOFError, OSError) as exc:
-        raise ExtractionError(ErrorCode.CORRUPT, f"the docx package cannot be read: {exc}") from None
-    except RecursionError:
-        raise ExtractionError(ErrorCode.CORRUPT, "the docx file nests its content too deeply to read") from None
-    finally:
-        zf.close()
+    return with_package(data, KIND, lambda zf: _extract(zf, request))
 
 
 def _optional_part(zf: zipfile.ZipFile, name: str | None) -> Any | None:

@@ -70,13 +70,12 @@ from typing import Any, Final
 import selectolax
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.base import ExtractRequest, no_gc
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     LineIndex,
     OutputBudget,
     SectionTracker,
-    no_gc,
     refuse_wide_text,
 )
 from extract_fn.text_decoding import Decoded, decode_text, known_codec, sniff_bom

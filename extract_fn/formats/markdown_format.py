@@ -75,7 +75,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.base import ExtractRequest, no_gc
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     LineIndex,
@@ -83,7 +83,6 @@ from extract_fn.formats.textblocks import (
     SectionTracker,
     Slugger,
     line_ranges_label,
-    no_gc,
     normalize_newlines,
     refuse_wide_text,
 )

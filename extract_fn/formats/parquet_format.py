@@ -45,12 +45,11 @@ from typing import Any, Final
 
 import orjson
 
-from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.base import ExtractRequest, no_gc
 from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
     format_duration_ns,
-    gc_paused,
     report_cut,
     value_text,
 )
@@ -625,7 +624,7 @@ def _batch_texts(batch: Any, columns: list[list[Any]], prefixes: list[str]) -> l
 
 
 def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    with gc_paused():
+    with no_gc():
         return _extract(data, request)
 
 

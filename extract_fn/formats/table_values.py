@@ -23,12 +23,10 @@ fits; the format module then reports rows extracted of total in coverage and a w
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import gc
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
@@ -43,20 +41,6 @@ from shared.contract import (
     ErrorCode,
     ExtractionError,
 )
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: a table makes millions of lists and dicts and no cycles, and the
-    collector's passes over them cost more than building them (the shared validator measured 2.7x)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Text values (CSV): which type a column of source text is, and its values in that type.

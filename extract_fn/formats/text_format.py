@@ -30,13 +30,12 @@ import platform
 import re
 from typing import Any, Final
 
-from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.base import ExtractRequest, no_gc
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     OutputBudget,
     count_line_breaks,
     line_ranges_label,
-    no_gc,
     normalize_newlines,
     refuse_wide_text,
 )

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
-import gc
 import json
 import math
 import re
@@ -69,7 +68,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.base import ExtractRequest, no_gc
 from shared.artifact_builder import ArtifactBuilder, clean_str, cut_keys, cut_section_path
 from shared.contract import (
     INT64_MAX,
@@ -568,15 +567,8 @@ def _byte_estimate(s: str) -> int:
 
 def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     text, bom = decode_toml(data, request.encoding)
-    # the values and the blocks are trees without cycles: the cyclic collector's passes over their many
-    # containers would cost a third of the time and free nothing
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with no_gc():
         return _extract(text, bom, request)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _open_table(

@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.base import ExtractRequest, no_gc
 from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
@@ -57,7 +57,6 @@ from extract_fn.formats.table_values import (
     format_datetime,
     format_time,
     format_timedelta,
-    gc_paused,
     number_from_float,
     report_cut,
     value_text,
@@ -385,7 +384,7 @@ def _kind_of_type(t: type) -> str:
 
 
 def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    with gc_paused():
+    with no_gc():
         return _extract(data, request)
 
 

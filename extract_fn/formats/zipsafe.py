@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from shared.contract import ErrorCode, ExtractionError
 
@@ -90,3 +92,19 @@ def has_member(zf: zipfile.ZipFile, name: str) -> bool:
     except KeyError:
         return False
     return True
+
+
+T = TypeVar("T")
+
+
+def with_package(data: bytes, kind: str, read: Callable[[zipfile.ZipFile], T]) -> T:
+    """Open the package safely, run ``read`` on it, and turn a damaged archive or too-deep content into ``corrupt``."""
+    zf = open_package(data, kind)
+    try:
+        return read(zf)
+    except (zipfile.BadZipFile, KeyError, EOFError, OSError) as exc:
+        raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} package cannot be read: {exc}") from None
+    except RecursionError:
+        raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} file nests its content too deeply to read") from None
+    finally:
+        zf.close()
