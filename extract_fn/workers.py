@@ -540,6 +540,12 @@ def run_forked(
     if pid == 0:  # the child: never returns
         try:
             os.close(rfd)
+            # A crash here is this file's answer (the parent reports the signal as resource_limit), not the
+            # caller's: a fault handler the caller enabled (pytest's, PYTHONFAULTHANDLER) would dump the parent's
+            # stack to the caller's stderr.
+            import faulthandler
+
+            faulthandler.disable()
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             os.dup2(2, 1)  # the CLI's stdout carries the answer: a library that prints goes to stderr
             sys.stdout = sys.stderr
