@@ -1,7 +1,10 @@
 """The local pipeline: ``python -m devhost run | accept | status | wait``.
 
-- ``run``: starts Azurite (127.0.0.1:10000-10002, data in .azurite/) and the extractor service (127.0.0.1:8790) unless
-  they already listen, then drives the orchestration's handlers as the Functions host would (see devhost/host.py).
+- ``run``: starts Azurite (127.0.0.1:10000-10002, data and pid file in .azurite/) and the extractor service
+  (127.0.0.1:8790) unless they already listen, checks that what listens is an Azurite and this project's extractor
+  taking the devhost's token (else says what is wrong and exits 2), then drives the orchestration's handlers as the
+  Functions host would (see devhost/host.py) until SIGINT, SIGTERM or SIGHUP. An Azurite left by a crashed run is
+  stopped first (its pid file names it).
 - ``accept FILE --app APP_ID``: uploads FILE to the accepted-files container and emits its accepted-file event;
   prints the job id. An application listed in devhost/registration.local.json gets that registration inline
   (the demo application ``demo-app`` uses the local extractor service).
@@ -18,18 +21,19 @@ import hashlib
 import logging
 import mimetypes
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from devhost import config
+from devhost.signals import StopSignals
 
 EXIT_FAILED = 1
 EXIT_TIMEOUT = 3
@@ -50,76 +54,172 @@ def _deps() -> Any:
 
 
 def _require_azurite() -> None:
-    if not os.environ.get("AZURITE_CONNECTION_STRING") and not _listening("127.0.0.1", config.AZURITE_PORTS[0]):
-        sys.exit("Azurite is not running on 127.0.0.1:10000: start the local system with 'make run' first")
+    port = config.azurite_ports()[0]
+    if not os.environ.get("AZURITE_CONNECTION_STRING") and not _listening("127.0.0.1", port):
+        sys.exit(f"Azurite is not running on 127.0.0.1:{port}: start the local system with 'make run' first")
 
 
 # -- run ------------------------------------------------------------------------------------------------------------
 
+AZURITE_SERVICES = ("Blob", "Queue", "Table")
+START_TIMEOUT_S = 120.0  # generous: a busy machine starts the extractor slowly
+DRAIN_GRACE_S = 10.0  # how long a stop waits for the polls in flight (a second signal cuts it short)
+
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tools.azurite import start_azurite
-
+    """Start Azurite and the extractor unless usable ones run, check what is listening is ours, run the host until a
+    signal. Exits non-zero, saying what is wrong, when a port is taken by something else."""
+    signals = StopSignals().install()  # first: a signal during start-up stops cleanly too
     children: list[subprocess.Popen[bytes]] = []
-    if not os.environ.get("AZURITE_CONNECTION_STRING") and not _listening("127.0.0.1", config.AZURITE_PORTS[0]):
-        config.STATE_DIR.mkdir(exist_ok=True)
-        az = start_azurite(config.AZURITE_PORTS, folder=str(config.STATE_DIR))
-        children.append(az.process)
-        print(f"Azurite on 127.0.0.1:10000-10002 (data in {config.STATE_DIR})", flush=True)
-    if not args.no_extractor and not _listening(config.EXTRACTOR_HOST, config.EXTRACTOR_PORT):
-        env = dict(os.environ, EXTRACTOR_TOKENS=config.DEV_TOKEN)
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "extract_fn",
-                "serve",
-                "--host",
-                config.EXTRACTOR_HOST,
-                "--port",
-                str(config.EXTRACTOR_PORT),
-            ],
-            env=env,
-            cwd=config.ROOT,
-        )
-        children.append(proc)
-        deadline = time.monotonic() + 60
-        while not _listening(config.EXTRACTOR_HOST, config.EXTRACTOR_PORT):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                print("the extractor service did not start", file=sys.stderr)
-                _stop(children)
-                return 1
-            time.sleep(0.2)
+    pid_file: Path | None = None
+    try:
+        started = _run_azurite(children)
+        if isinstance(started, int):
+            return started
+        pid_file = started
+        failed = _run_extractor(args, children, signals)
+        if failed is not None:
+            return failed
+        if signals.requested:
+            return 0
+        from devhost.host import LocalHost
+
+        host = LocalHost(_deps(), sweep_every_s=args.sweep_every)
         print(
-            f"extractor service on {config.extractor_url()} (token: DEVHOST_EXTRACTOR_TOKEN or the dev default)",
+            f"local host running: accepted files from queue '{config.accepted_queue()}', polls from "
+            f"'{host.deps.settings.poll_queue}' ({host.trigger.batch_size} at once, as host.json says), sweeper every "
+            f"{args.sweep_every:g} s.\n  try: .venv/bin/python -m devhost accept FILE --app demo-app",
             flush=True,
         )
-    from devhost.host import LocalHost
-
-    host = LocalHost(_deps(), sweep_every_s=args.sweep_every)
-    print(
-        "local host running: accepted files from queue 'accepted-files-local', polls from 'poll-jobs', "
-        f"sweeper every {args.sweep_every:g} s.\n  try: .venv/bin/python -m devhost accept FILE --app demo-app",
-        flush=True,
-    )
-    signal.signal(signal.SIGTERM, lambda *_: host.stop.set())
-    try:
-        host.run_forever()
-    except KeyboardInterrupt:
-        host.stop.set()
+        host.run_forever(until=lambda: signals.requested)
+        print(f"stopping ({signals.name})", flush=True)
+        left = host.drain(DRAIN_GRACE_S, hurry=lambda: signals.count > 1)
+        if left:
+            print(
+                f"{left} poll(s) still in flight: their messages are redelivered after the {LEASE_NOTE}",
+                flush=True,
+            )
+        return 0
     finally:
-        _stop(children)
-    return 0
+        _stop(children, hurry=lambda: signals.count > 1)
+        if pid_file is not None:
+            pid_file.unlink(missing_ok=True)
 
 
-def _stop(children: list[subprocess.Popen[bytes]]) -> None:
+LEASE_NOTE = "300 s message lease, when the job's poll lease (POLL_LEASE_SECONDS) has also run out"
+
+
+def _run_azurite(children: list[subprocess.Popen[bytes]]) -> Path | int | None:
+    """Azurite on the local ports: ours (its pid file, returned), or one that already runs there (None), or a
+    reason not to go on (an exit status, after saying why)."""
+    from tools.azurite import PortsInUse, azurite_service, clean_up_after_crash, start_azurite, write_pid_file
+
+    if os.environ.get("AZURITE_CONNECTION_STRING"):
+        return None  # the caller's storage
+    ports = config.azurite_ports()
+    state = config.state_dir()
+    state.mkdir(parents=True, exist_ok=True)
+    cleaned = clean_up_after_crash(state)
+    if cleaned:
+        print(cleaned, flush=True)
+    where = f"127.0.0.1:{ports[0]}-{ports[2]}"
+    if [azurite_service(p) for p in ports] == list(AZURITE_SERVICES):
+        print(f"using the Azurite already running on {where} (not started by this run)", flush=True)
+        return None
+    try:
+        az = start_azurite(ports, folder=str(state))
+    except PortsInUse as exc:
+        print(
+            f"cannot start Azurite: {exc}. Stop that program, or set AZURITE_CONNECTION_STRING to the storage to use.",
+            file=sys.stderr,
+        )
+        return 2
+    except RuntimeError as exc:
+        print(f"cannot start Azurite: {exc}", file=sys.stderr)
+        return 1
+    children.append(az.process)
+    print(f"Azurite on {where} (data in {state})", flush=True)
+    return write_pid_file(state, az.process)
+
+
+def _run_extractor(
+    args: argparse.Namespace, children: list[subprocess.Popen[bytes]], signals: StopSignals
+) -> int | None:
+    """The extractor the local registration points at: started here unless something listens on its port, and in
+    either case checked to be this project's extractor accepting the devhost's token. None, or an exit status."""
+    if args.no_extractor:
+        return None
+    url = config.extractor_url()
+    port = config.extractor_port()
+    if not os.environ.get("DEVHOST_EXTRACTOR_URL") and not _listening(config.EXTRACTOR_HOST, port):
+        env = dict(os.environ, EXTRACTOR_TOKENS=config.DEV_TOKEN)
+        cmd = [sys.executable, "-m", "extract_fn", "serve", "--host", config.EXTRACTOR_HOST, "--port", str(port)]
+        proc = subprocess.Popen(cmd, env=env, cwd=config.ROOT)
+        children.append(proc)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _listening(config.EXTRACTOR_HOST, port):
+            if signals.requested:
+                return 0
+            if proc.poll() is not None or time.monotonic() > deadline:
+                print("the extractor service did not start (its output is above)", file=sys.stderr)
+                return 1
+            time.sleep(0.2)
+        print(f"extractor service on {url} (token: DEVHOST_EXTRACTOR_TOKEN or the dev default)", flush=True)
+    problem = extractor_problem(url, config.DEV_TOKEN)
+    if problem:
+        print(f"cannot use the extractor at {url}: {problem}", file=sys.stderr)
+        return 2
+    return None
+
+
+def extractor_problem(url: str, token: str) -> str | None:
+    """Why what answers at ``url`` is not this project's extractor taking ``token`` (in words), or None if it is:
+    GET /v1/capabilities must answer 200 with the contract's version and our extractor's name."""
+    import requests
+
+    from extract_fn.settings import EXTRACTOR_NAME
+    from shared.contract import CONTRACT_VERSION
+
+    try:
+        resp = requests.get(f"{url}/v1/capabilities", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    except requests.RequestException as exc:
+        return f"it does not answer HTTP ({type(exc).__name__})"
+    if resp.status_code in (401, 403):
+        return (
+            f"it refuses the devhost's token (HTTP {resp.status_code}): start that extractor with EXTRACTOR_TOKENS set "
+            "to the devhost's token (DEVHOST_EXTRACTOR_TOKEN, default local-dev-token), or stop it and let "
+            "'make run' start one"
+        )
+    if resp.status_code != 200:
+        return f"GET /v1/capabilities answered HTTP {resp.status_code}, not 200: it is not this project's extractor"
+    try:
+        doc = resp.json()
+    except ValueError:
+        doc = None
+    name = (
+        doc.get("extractor", {}).get("name")
+        if isinstance(doc, dict) and isinstance(doc.get("extractor"), dict)
+        else None
+    )
+    if not isinstance(doc, dict) or doc.get("contract_version") != CONTRACT_VERSION or name != EXTRACTOR_NAME:
+        return (
+            f"its capabilities are not this project's extractor's (contract_version {CONTRACT_VERSION}, extractor "
+            f"{EXTRACTOR_NAME!r}): stop the program on that port"
+        )
+    return None
+
+
+def _stop(children: list[subprocess.Popen[bytes]], hurry: Callable[[], bool] = lambda: False) -> None:
+    """Stop the children, newest first: SIGTERM, then SIGKILL after 10 s (at once if ``hurry()``: a second signal)."""
     for proc in reversed(children):
         if proc.poll() is None:
             proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
+            deadline = time.monotonic() + 10
+            while proc.poll() is None and time.monotonic() < deadline and not hurry():
+                time.sleep(0.05)
+            if proc.poll() is None:
                 proc.kill()
+            proc.wait()
 
 
 # -- accept ---------------------------------------------------------------------------------------------------------
@@ -157,7 +257,8 @@ def accept_file(
     data = path.read_bytes()
     file_id = uuid.uuid4().hex
     blob_name = f"{app_id}/{file_id}/{path.name}"
-    container = blob_service(deps.settings).get_container_client(config.ACCEPTED_CONTAINER)
+    container_name = config.accepted_container()
+    container = blob_service(deps.settings).get_container_client(container_name)
     with contextlib.suppress(ResourceExistsError):
         container.create_container()
     content_type = content_type_for(path)
@@ -170,8 +271,8 @@ def accept_file(
         "contentType": content_type,
         "sizeBytes": len(data),
         "documentHash": hashlib.sha256(data).hexdigest(),
-        "fileLocationUrl": blob_url(deps.settings, config.ACCEPTED_CONTAINER, blob_name),
-        "filePath": f"{config.ACCEPTED_CONTAINER}/{blob_name}",
+        "fileLocationUrl": blob_url(deps.settings, container_name, blob_name),
+        "filePath": f"{container_name}/{blob_name}",
     }
     registration = registration if registration is not None else registration_for(app_id)
     if registration is not None:
@@ -180,7 +281,7 @@ def accept_file(
     job_id = parse_accepted_event(body).job_id()
     from devhost.host import queue
 
-    queue(deps, config.ACCEPTED_QUEUE).send_message(body.decode())
+    queue(deps, config.accepted_queue()).send_message(body.decode())
     return job_id
 
 

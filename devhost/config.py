@@ -15,6 +15,8 @@ EXTRACTOR_HOST: Final = "127.0.0.1"
 EXTRACTOR_PORT: Final = 8790
 # A development-only token for the loopback extractor; set DEVHOST_EXTRACTOR_TOKEN to use another.
 DEV_TOKEN: Final = os.environ.get("DEVHOST_EXTRACTOR_TOKEN", "local-dev-token")
+# The devhost's own storage names (defaults; DEVHOST_ACCEPTED_QUEUE, DEVHOST_ACCEPTED_CONTAINER and
+# DEVHOST_EVENTS_TABLE override them, as JOBS_TABLE and POLL_QUEUE do the orchestration's: each test has its own).
 ACCEPTED_QUEUE: Final = "accepted-files-local"  # stands in for the accepted-files Event Hub
 ACCEPTED_CONTAINER: Final = "accepted-files"
 EVENTS_TABLE: Final = "devhostevents"  # the status events the host saw, per job, for `devhost status`
@@ -22,12 +24,42 @@ REGISTRATION_FILE: Final = Path(__file__).resolve().parent / "registration.local
 STATE_DIR: Final = ROOT / ".azurite"
 
 
+def accepted_queue() -> str:
+    return os.environ.get("DEVHOST_ACCEPTED_QUEUE") or ACCEPTED_QUEUE
+
+
+def accepted_container() -> str:
+    return os.environ.get("DEVHOST_ACCEPTED_CONTAINER") or ACCEPTED_CONTAINER
+
+
+def events_table() -> str:
+    return os.environ.get("DEVHOST_EVENTS_TABLE") or EVENTS_TABLE
+
+
+def azurite_ports() -> tuple[int, int, int]:
+    """Azurite's blob, queue and table ports: AZURITE_PORTS, or DEVHOST_AZURITE_PORTS ("B,Q,T", for tests)."""
+    raw = os.environ.get("DEVHOST_AZURITE_PORTS")
+    if not raw:
+        return AZURITE_PORTS
+    blob, queue, table = (int(p) for p in raw.split(","))
+    return blob, queue, table
+
+
+def extractor_port() -> int:
+    return int(os.environ.get("DEVHOST_EXTRACTOR_PORT") or EXTRACTOR_PORT)
+
+
+def state_dir() -> Path:
+    """Where `devhost run` keeps Azurite's data and pid file: .azurite/, or DEVHOST_STATE_DIR (for tests)."""
+    return Path(os.environ.get("DEVHOST_STATE_DIR") or STATE_DIR)
+
+
 def storage_connection_string() -> str:
-    return os.environ.get("AZURITE_CONNECTION_STRING") or connection_string(*AZURITE_PORTS)
+    return os.environ.get("AZURITE_CONNECTION_STRING") or connection_string(*azurite_ports())
 
 
 def extractor_url() -> str:
-    return os.environ.get("DEVHOST_EXTRACTOR_URL", f"http://{EXTRACTOR_HOST}:{EXTRACTOR_PORT}")
+    return os.environ.get("DEVHOST_EXTRACTOR_URL", f"http://{EXTRACTOR_HOST}:{extractor_port()}")
 
 
 def local_environment() -> dict[str, str]:

@@ -2,8 +2,10 @@
 
 - the accepted-files Event Hub is a Storage queue (``accepted-files-local``): batches of its messages go to
   ``handle_accepted_events`` as the Event Hub trigger's batches would;
-- ``poll-jobs`` is consumed as the queue trigger consumes it (a message becomes visible after its backoff delay;
-  one that fails five times moves to ``poll-jobs-poison``), each message to ``handle_poll_message``;
+- ``poll-jobs`` is consumed as the queue trigger consumes it (devhost/queue_trigger.py, from host.json): a batch of
+  ``batchSize`` messages is handled concurrently and the next is fetched when ``newBatchThreshold`` remain, so one
+  extractor that hangs holds only its own message; a message becomes visible after its backoff delay; one that fails
+  ``maxDequeueCount`` times moves to ``poll-jobs-poison``; each message goes to ``handle_poll_message``;
 - ``cancel-jobs`` likewise, to ``cancel_job``;
 - the sweeper runs on a timer;
 - status events, which go to the ``job-status-local`` queue when no Event Hub is configured, are copied into a
@@ -27,6 +29,7 @@ from azure.data.tables import TableClient, UpdateMode
 from azure.storage.queue import QueueClient, QueueMessage
 
 from devhost import config
+from devhost.queue_trigger import QueueTrigger
 from shared.orchestration.cancel import CancelMessageError, cancel_job, parse_cancel_message
 from shared.orchestration.poll import handle_poll_message
 from shared.orchestration.runtime import Deps
@@ -35,8 +38,9 @@ from shared.orchestration.sweeper import sweep
 
 log = logging.getLogger("devhost")
 
-MAX_DEQUEUE = 5  # host.json's queues.maxDequeueCount
-LEASE_SECONDS = 300  # how long a message being handled stays invisible
+# How long a message being handled stays invisible. A host that dies mid-handling leaves it invisible that long; the
+# job's own poll lease (POLL_LEASE_SECONDS, 300 s) runs out at the same time, so the redelivered message polls again.
+LEASE_SECONDS = 300
 
 
 def events_table(deps: Deps) -> TableClient:
@@ -44,8 +48,8 @@ def events_table(deps: Deps) -> TableClient:
 
     service = table_service(deps.settings)
     with contextlib.suppress(ResourceExistsError):
-        service.create_table(config.EVENTS_TABLE)
-    return service.get_table_client(config.EVENTS_TABLE)
+        service.create_table(config.events_table())
+    return service.get_table_client(config.events_table())
 
 
 def queue(deps: Deps, name: str) -> QueueClient:
@@ -82,16 +86,19 @@ class LocalHost:
     sweep_every_s: float = 30.0
     idle_sleep_s: float = 0.25
     stop: threading.Event = field(default_factory=threading.Event)
+    trigger: QueueTrigger = field(default_factory=QueueTrigger.from_host_json)
 
     def __post_init__(self) -> None:
         s = self.deps.settings
-        self.accepted = queue(self.deps, config.ACCEPTED_QUEUE)
+        self.accepted = queue(self.deps, config.accepted_queue())
         self.poll = queue(self.deps, s.poll_queue)
         self.poll_poison = queue(self.deps, f"{s.poll_queue}-poison")
         self.cancel = queue(self.deps, s.cancel_queue)
         self.status = queue(self.deps, s.status_local_queue)
         self.events = events_table(self.deps)
-        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="poll")
+        self.pool = ThreadPoolExecutor(max_workers=self.trigger.batch_size, thread_name_prefix="poll")  # poll_once
+        self._in_flight = 0  # poll messages handed to the pool and not finished
+        self._in_flight_lock = threading.Lock()
 
     # -- one pass of each trigger (tests call these directly) ----------------------------------------------------
 
@@ -102,20 +109,52 @@ class LocalHost:
         if not msgs:
             return 0
         retry = max(m.dequeue_count or 1 for m in msgs) - 1
+        max_retry = self.trigger.max_dequeue_count - 1
         run_accepted_batch(
-            [_body(m) for m in msgs],
-            self.deps,
-            retry_count=min(retry, MAX_DEQUEUE - 1),
-            max_retry_count=MAX_DEQUEUE - 1,
+            [_body(m) for m in msgs], self.deps, retry_count=min(retry, max_retry), max_retry_count=max_retry
         )
         for m in msgs:
             self.accepted.delete_message(m)
         return len(msgs)
 
     def poll_once(self) -> int:
-        msgs = list(self.poll.receive_messages(messages_per_page=16, max_messages=16, visibility_timeout=LEASE_SECONDS))
+        """One batch, handled concurrently, returning when all of it is done (tests and benchmarks step with it)."""
+        msgs = self._receive_polls()
         list(self.pool.map(self._poll_message, msgs))
         return len(msgs)
+
+    def poll_dispatch(self) -> int:
+        """As the queue trigger: fetch a batch only when at most ``newBatchThreshold`` messages are still being
+        handled, hand each to the pool and return at once (``run_forever``'s poll loop). Returns how many it fetched."""
+        with self._in_flight_lock:
+            if self._in_flight > self.trigger.new_batch_threshold:
+                return 0
+        msgs = self._receive_polls()
+        for m in msgs:
+            with self._in_flight_lock:
+                self._in_flight += 1
+            # A daemon thread each (at most batchSize + newBatchThreshold at once): a poll hanging on its extractor
+            # does not hold up the process's exit, as an executor's threads would.
+            threading.Thread(target=self._poll_tracked, args=(m,), daemon=True, name=f"poll-{m.id[:8]}").start()
+        return len(msgs)
+
+    @property
+    def polls_in_flight(self) -> int:
+        with self._in_flight_lock:
+            return self._in_flight
+
+    def _receive_polls(self) -> list[QueueMessage]:
+        n = self.trigger.batch_size
+        return list(self.poll.receive_messages(messages_per_page=n, max_messages=n, visibility_timeout=LEASE_SECONDS))
+
+    def _poll_tracked(self, msg: QueueMessage) -> None:
+        try:
+            self._poll_message(msg)
+        except Exception:  # _handle logs the handler's failures; this is a storage call failing (delete, poison)
+            log.exception("poll message %s failed; it is redelivered after its lease", msg.id)
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
 
     def _poll_message(self, msg: QueueMessage) -> None:
         self._handle(self.poll, self.poll_poison, msg, lambda body: handle_poll_message(body, self.deps))
@@ -157,7 +196,7 @@ class LocalHost:
             handler(_body(msg))
         except Exception:  # the Functions host would retry the message, then move it to the poison queue
             log.exception("handler failed on message %s (dequeue %s)", msg.id, msg.dequeue_count)
-            if (msg.dequeue_count or 0) >= MAX_DEQUEUE:
+            if (msg.dequeue_count or 0) >= self.trigger.max_dequeue_count:
                 poison.send_message(msg.content)
                 source.delete_message(msg)
             return
@@ -165,14 +204,27 @@ class LocalHost:
 
     # -- the loops -----------------------------------------------------------------------------------------------
 
-    def run_forever(self) -> None:
-        loops = [self.accepted_once, self.poll_once, self.cancel_once, self.status_once]
+    def run_forever(self, until: Callable[[], bool] | None = None) -> None:
+        """Run every trigger in its own thread until ``stop`` is set or ``until()`` is true (checked by this thread:
+        a signal handler only notes the signal, see devhost/signals.py)."""
+        loops = [self.accepted_once, self.poll_dispatch, self.cancel_once, self.status_once]
         threads = [threading.Thread(target=self._loop, args=(fn,), daemon=True, name=fn.__name__) for fn in loops]
         threads.append(threading.Thread(target=self._sweeper, daemon=True, name="sweeper"))
         for t in threads:
             t.start()
         while not self.stop.is_set():
-            self.stop.wait(0.5)
+            if until is not None and until():
+                self.stop.set()
+                break
+            self.stop.wait(0.2)
+
+    def drain(self, grace_s: float, hurry: Callable[[], bool] = lambda: False) -> int:
+        """After a stop, wait up to ``grace_s`` (less if ``hurry()``) for the polls in flight; returns how many are
+        left. A message left in flight stays invisible for its lease (``LEASE_SECONDS``) and is then redelivered."""
+        deadline = time.monotonic() + grace_s
+        while self.polls_in_flight and time.monotonic() < deadline and not hurry():
+            time.sleep(0.05)
+        return self.polls_in_flight
 
     def _loop(self, once: Callable[[], int]) -> None:
         while not self.stop.is_set():

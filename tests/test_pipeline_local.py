@@ -51,9 +51,9 @@ def extractor_url() -> Iterator[str]:
     deadline = time.monotonic() + 60
     while True:
         try:
-            requests.get(f"{url}/v1/capabilities", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=2)
+            requests.get(f"{url}/v1/capabilities", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
             break
-        except requests.ConnectionError:
+        except requests.RequestException:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the extractor service did not start") from None
             time.sleep(0.1)
@@ -63,7 +63,13 @@ def extractor_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def deps(azurite_connection_string: str, extractor_url: str, unique_name: str) -> Deps:
+def deps(
+    azurite_connection_string: str, extractor_url: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> Deps:
+    # The devhost's own queue, container and table are this test's too (xdist runs tests side by side on one Azurite).
+    monkeypatch.setenv("DEVHOST_ACCEPTED_QUEUE", f"{unique_name}-accepted")
+    monkeypatch.setenv("DEVHOST_ACCEPTED_CONTAINER", f"{unique_name}-accepted")
+    monkeypatch.setenv("DEVHOST_EVENTS_TABLE", f"{unique_name}events")
     env = {
         "DataStorage": azurite_connection_string,
         "JOBS_TABLE": unique_name,
