@@ -63,9 +63,7 @@ def extractor_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def deps(
-    azurite_connection_string: str, extractor_url: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
-) -> Deps:
+def deps(azurite_connection_string: str, extractor_url: str, unique_name: str, monkeypatch: pytest.MonkeyPatch) -> Deps:
     # The devhost's own queue, container and table are this test's too (xdist runs tests side by side on one Azurite).
     monkeypatch.setenv("DEVHOST_ACCEPTED_QUEUE", f"{unique_name}-accepted")
     monkeypatch.setenv("DEVHOST_ACCEPTED_CONTAINER", f"{unique_name}-accepted")
@@ -240,3 +238,82 @@ def test_devhost_cli_status_json(deps: Deps, extractor_url: str, corpus: Path, a
     )
     assert done.returncode == 0
     assert b"Succeeded" in done.stdout
+
+
+def test_the_devhost_queue_and_container_are_the_tests_own(deps: Deps, extractor_url: str, corpus: Path) -> None:
+    # Two xdist workers share one Azurite: a host must never take another test's accepted-file events.
+    from devhost import config
+    from devhost.host import queue
+
+    assert config.accepted_queue() != config.ACCEPTED_QUEUE
+    accept_file(corpus / "markdown/readme-sqlglot.md", "demo-app", deps, registration=registration(extractor_url))
+    own = queue(deps, config.accepted_queue()).peek_messages(max_messages=32)
+    assert len(own) == 1
+    container = blob_service(deps.settings).get_container_client(config.accepted_container())
+    assert [b.name.rsplit("/", 1)[-1] for b in container.list_blobs()] == ["readme-sqlglot.md"]
+
+
+class _Hanging:
+    """An extractor that takes every request and answers none until released (then 503)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.release = threading.Event()
+        self.received = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.received += 1
+                outer.release.wait(600)  # bounded, and released by the test long before
+                self.send_error(503)
+
+            do_POST = do_GET
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_hanging_extractor_holds_only_its_own_job(deps: Deps, extractor_url: str, corpus: Path) -> None:
+    import threading
+
+    hanging = _Hanging()
+    host = LocalHost(deps)
+    runner = threading.Thread(target=host.run_forever, daemon=True)
+    runner.start()
+    try:
+        path = corpus / "markdown/readme-sqlglot.md"
+        held = accept_file(path, "demo-app", deps, registration=registration(hanging.url))
+        deadline = time.monotonic() + 120
+        while hanging.received == 0 and time.monotonic() < deadline:  # its poll is in flight, and hangs
+            time.sleep(0.05)
+        assert hanging.received >= 1
+        normal = accept_file(path, "demo-app", deps, registration=registration(extractor_url))
+        deadline = time.monotonic() + 120
+        while not ((job := deps.store.get(normal)) and job.terminal) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert job is not None
+        assert job.terminal, job
+        assert str(job.state) == "Succeeded", job.reason
+        assert not hanging.release.is_set()
+        held_job = deps.store.get(held)
+        assert held_job is not None
+        assert not held_job.terminal  # still held by its extractor while the other job finished
+        assert host.polls_in_flight >= 1
+    finally:
+        hanging.close()
+        host.stop.set()
+        runner.join(60)
