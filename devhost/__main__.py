@@ -19,7 +19,6 @@ import logging
 import mimetypes
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,9 +35,9 @@ EXIT_TIMEOUT = 3
 
 
 def _listening(host: str, port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.3):
-        return True
-    return False
+    from shared.outbound import loopback_listening
+
+    return loopback_listening(port, host)
 
 
 def _deps() -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from tools.azurite import connection_string
 
@@ -31,9 +32,18 @@ def extractor_url() -> str:
 
 
 def local_environment() -> dict[str, str]:
-    """The app settings the handlers read, as local.settings.json would give them under `func start`."""
+    """The app settings the handlers read, as local.settings.json would give them under `func start`.
+
+    Local use only: the outbound policy is opened for plain http to loopback, the local extractor's host:port is the
+    one allowed extractor host, and accepted-file events may carry their registration (SECURITY.md)."""
+    extractor = urlsplit(extractor_url())
     return {
         "DataStorage": storage_connection_string(),
+        "ACCEPTED_FILES_CONTAINER": ACCEPTED_CONTAINER,
+        "ALLOW_EVENT_REGISTRATION": "true",
+        "EXTRACTOR_ALLOWED_HOSTS": f"{extractor.hostname}:{extractor.port or 80}",
+        "OUTBOUND_ALLOW_HTTP": "true",
+        "OUTBOUND_ALLOW_LOOPBACK": "true",
         "LOOM_DOCUMENT_EXTRACTOR_URL": extractor_url(),
         "LOOM_DOCUMENT_EXTRACTOR_TOKEN": DEV_TOKEN,
         "LOOM_DOCUMENT_EXTRACTOR_TIMEOUT_S": "120",

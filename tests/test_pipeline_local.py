@@ -75,6 +75,11 @@ def deps(azurite_connection_string: str, extractor_url: str, unique_name: str) -
         "LOOM_DOCUMENT_EXTRACTOR_URL": extractor_url,
         "LOOM_DOCUMENT_EXTRACTOR_TOKEN": TOKEN,
         "LOOM_DOCUMENT_EXTRACTOR_TIMEOUT_S": "60",
+        # Local use: the events carry their registration, naming the loopback extractor over plain http.
+        "ALLOW_EVENT_REGISTRATION": "true",
+        "EXTRACTOR_ALLOWED_HOSTS": extractor_url.removeprefix("http://"),
+        "OUTBOUND_ALLOW_HTTP": "true",
+        "OUTBOUND_ALLOW_LOOPBACK": "true",
     }
     return build_deps(OrchestrationSettings.from_env(env))
 
