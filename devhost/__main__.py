@@ -21,7 +21,6 @@ import hashlib
 import logging
 import mimetypes
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -40,9 +39,9 @@ EXIT_TIMEOUT = 3
 
 
 def _listening(host: str, port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.3):
-        return True
-    return False
+    from shared.outbound import loopback_listening
+
+    return loopback_listening(port, host)
 
 
 def _deps() -> Any:
@@ -175,26 +174,36 @@ def _run_extractor(
 def extractor_problem(url: str, token: str) -> str | None:
     """Why what answers at ``url`` is not this project's extractor taking ``token`` (in words), or None if it is:
     GET /v1/capabilities must answer 200 with the contract's version and our extractor's name."""
-    import requests
+    import orjson
 
     from extract_fn.settings import EXTRACTOR_NAME
     from shared.contract import CONTRACT_VERSION
+    from shared.outbound import Allowlist, Bearer, Outbound, OutboundFailed, OutboundRefused, host_entry
 
+    local = Outbound(allow_http=True, allow_loopback=True)
+    allowed = Allowlist((host_entry(url),), "the devhost's extractor URL", "extractor")
     try:
-        resp = requests.get(f"{url}/v1/capabilities", headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    except requests.RequestException as exc:
-        return f"it does not answer HTTP ({type(exc).__name__})"
-    if resp.status_code in (401, 403):
+        resp = local.fetch(
+            "GET",
+            f"{url}/v1/capabilities",
+            allowed=allowed,
+            timeout_s=60,
+            body_limit=1024 * 1024,
+            bearer=Bearer.for_url(token, url),
+        )
+    except (OutboundFailed, OutboundRefused) as exc:
+        return f"it does not answer HTTP ({exc})"
+    if resp.status in (401, 403):
         return (
-            f"it refuses the devhost's token (HTTP {resp.status_code}): start that extractor with EXTRACTOR_TOKENS set "
+            f"it refuses the devhost's token (HTTP {resp.status}): start that extractor with EXTRACTOR_TOKENS set "
             "to the devhost's token (DEVHOST_EXTRACTOR_TOKEN, default local-dev-token), or stop it and let "
             "'make run' start one"
         )
-    if resp.status_code != 200:
-        return f"GET /v1/capabilities answered HTTP {resp.status_code}, not 200: it is not this project's extractor"
+    if resp.status != 200:
+        return f"GET /v1/capabilities answered HTTP {resp.status}, not 200: it is not this project's extractor"
     try:
-        doc = resp.json()
-    except ValueError:
+        doc = orjson.loads(resp.body)
+    except orjson.JSONDecodeError:
         doc = None
     name = (
         doc.get("extractor", {}).get("name")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from tools.azurite import connection_string
 
@@ -15,8 +16,9 @@ EXTRACTOR_HOST: Final = "127.0.0.1"
 EXTRACTOR_PORT: Final = 8790
 # A development-only token for the loopback extractor; set DEVHOST_EXTRACTOR_TOKEN to use another.
 DEV_TOKEN: Final = os.environ.get("DEVHOST_EXTRACTOR_TOKEN", "local-dev-token")
-# The devhost's own storage names (defaults; DEVHOST_ACCEPTED_QUEUE, DEVHOST_ACCEPTED_CONTAINER and
-# DEVHOST_EVENTS_TABLE override them, as JOBS_TABLE and POLL_QUEUE do the orchestration's: each test has its own).
+# The devhost's own storage names (defaults; DEVHOST_ACCEPTED_QUEUE, ACCEPTED_FILES_CONTAINER (the orchestration's
+# own setting, which the devhost uploads into) and DEVHOST_EVENTS_TABLE override them, as JOBS_TABLE and POLL_QUEUE
+# do the orchestration's: each test has its own).
 ACCEPTED_QUEUE: Final = "accepted-files-local"  # stands in for the accepted-files Event Hub
 ACCEPTED_CONTAINER: Final = "accepted-files"
 EVENTS_TABLE: Final = "devhostevents"  # the status events the host saw, per job, for `devhost status`
@@ -29,7 +31,7 @@ def accepted_queue() -> str:
 
 
 def accepted_container() -> str:
-    return os.environ.get("DEVHOST_ACCEPTED_CONTAINER") or ACCEPTED_CONTAINER
+    return os.environ.get("ACCEPTED_FILES_CONTAINER") or ACCEPTED_CONTAINER
 
 
 def events_table() -> str:
@@ -63,9 +65,18 @@ def extractor_url() -> str:
 
 
 def local_environment() -> dict[str, str]:
-    """The app settings the handlers read, as local.settings.json would give them under `func start`."""
+    """The app settings the handlers read, as local.settings.json would give them under `func start`.
+
+    Local use only: the outbound policy is opened for plain http to loopback, the local extractor's host:port is the
+    one allowed extractor host, and accepted-file events may carry their registration (SECURITY.md)."""
+    extractor = urlsplit(extractor_url())
     return {
         "DataStorage": storage_connection_string(),
+        "ACCEPTED_FILES_CONTAINER": accepted_container(),
+        "ALLOW_EVENT_REGISTRATION": "true",
+        "EXTRACTOR_ALLOWED_HOSTS": f"{extractor.hostname}:{extractor.port or 80}",
+        "OUTBOUND_ALLOW_HTTP": "true",
+        "OUTBOUND_ALLOW_LOOPBACK": "true",
         "LOOM_DOCUMENT_EXTRACTOR_URL": extractor_url(),
         "LOOM_DOCUMENT_EXTRACTOR_TOKEN": DEV_TOKEN,
         "LOOM_DOCUMENT_EXTRACTOR_TIMEOUT_S": "120",

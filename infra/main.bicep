@@ -47,6 +47,10 @@ param palantirIngestUrl string = ''
 param palantirDatasetRid string = ''
 @description('Hosts DOCSAI result URLs may be downloaded from (comma-separated).')
 param resultDownloadAllowedHosts string = ''
+@description('Hosts a registration\'s extractor URLs may name (comma-separated host, host:port or *.domain; empty: none). SECURITY.md.')
+param extractorAllowedHosts string = ''
+@description('App settings a registration\'s auth.setting may name as its bearer token (comma-separated).')
+param extractorTokenSettings string = 'DOCSAI_TOKEN,DBRICKS_TOKEN'
 @description('Global polling defaults (an extractor\'s jobTrackingConfig wins per field).')
 param maxPollingAttempts int = 60
 param pollIntervalMs int = 10000
@@ -183,6 +187,12 @@ var orchestrationSettings = {
   REGISTRATION_API_URL: registrationApiUrl
   REGISTRATION_API_SCOPE: registrationApiScope
   RESULT_DOWNLOAD_ALLOWED_HOSTS: resultDownloadAllowedHosts
+  // The outbound policy (SECURITY.md): where registrations may point, which settings are extractor tokens, whose
+  // files a DOCSAI SAS may be minted for; an event's inline registration is not honoured.
+  EXTRACTOR_ALLOWED_HOSTS: extractorAllowedHosts
+  EXTRACTOR_TOKEN_SETTINGS: extractorTokenSettings
+  ACCEPTED_FILES_CONTAINER: acceptedContainerName
+  ALLOW_EVENT_REGISTRATION: 'false'
   FLUXX_EXTRACTOR_MAX_POLLING_ATTEMPTS: string(maxPollingAttempts)
   FLUXX_EXTRACTOR_POLL_INTERVAL_MS: string(pollIntervalMs)
   FLUXX_EXTRACTOR_MAX_DELAY_MS: string(maxDelayMs)

@@ -23,6 +23,7 @@ from shared.loom import (
     load_loom_settings,
     normalize_url,
 )
+from shared.outbound import Allowlist, Outbound
 from tests.loom_fake_server import FakeExtractor, Reply, capabilities_doc, error_reply, minimal_artifact
 
 TOKEN = "default-token-Zq8xT"
@@ -52,6 +53,14 @@ def fake() -> Iterator[FakeExtractor]:
         yield server
 
 
+# The fake services are plain http on loopback: the outbound policy allows both only when told to, and a
+# registration's own URL only on the allowlist it is given.
+LOCAL = {
+    "outbound": Outbound(allow_http=True, allow_loopback=True),
+    "registration_hosts": Allowlist(("127.0.0.1",), "EXTRACTOR_ALLOWED_HOSTS", "extractor"),
+}
+
+
 def settings_for(url: str, **env: str) -> LoomSettings:
     base = {URL: url, TOK: TOKEN, TIMEOUT: "5"}
     base.update(env)
@@ -59,7 +68,7 @@ def settings_for(url: str, **env: str) -> LoomSettings:
 
 
 def client_for(url: str, clock: FakeClock | None = None, **env: str) -> LoomClient:
-    return LoomClient(settings_for(url, **env), clock=clock or FakeClock())
+    return LoomClient(settings_for(url, **env), clock=clock or FakeClock(), **LOCAL)
 
 
 def free_port() -> int:
@@ -267,7 +276,7 @@ def test_route_tokens() -> None:
 
 
 def test_no_route_is_unavailable_and_calls_nothing(fake: FakeExtractor) -> None:
-    client = LoomClient(load_loom_settings({TIMEOUT: "5"}), clock=FakeClock())
+    client = LoomClient(load_loom_settings({TIMEOUT: "5"}), clock=FakeClock(), **LOCAL)
     res = client.extract(DATA, format="markdown")
     assert res.verdict is Verdict.UNAVAILABLE
     assert URL in res.message
@@ -294,6 +303,7 @@ def test_each_service_gets_its_own_token_and_route() -> None:
                 }
             ),
             clock=FakeClock(),
+            **LOCAL,
         )
         assert client.extract(DATA, format="markdown").ok
         assert client.extract(DATA, format="csv", media_type="text/csv").ok
@@ -535,7 +545,7 @@ def test_unavailable_answers(fake: FakeExtractor, reply: Reply) -> None:
 
 def test_401_without_a_token_says_so(fake: FakeExtractor) -> None:
     fake.reply("/v1/extract", Reply(status=401))
-    client = LoomClient(load_loom_settings({URL: fake.url, TIMEOUT: "5"}), clock=FakeClock())
+    client = LoomClient(load_loom_settings({URL: fake.url, TIMEOUT: "5"}), clock=FakeClock(), **LOCAL)
     res = client.extract(DATA, format="markdown")
     assert res.verdict is Verdict.UNAVAILABLE
     assert "no token is configured" in res.message
@@ -830,6 +840,7 @@ def test_capabilities_documents_are_isolated_per_service() -> None:
         client = LoomClient(
             load_loom_settings({URL: b.url, ROUTES: orjson.dumps({"pdf": a.url}).decode(), TIMEOUT: "5"}),
             clock=FakeClock(),
+            **LOCAL,
         )
         assert client.extract(DATA, format="markdown").ok  # b lists markdown
         assert client.extract(DATA, format="markdown", base_url=a.url).code == "format_unavailable"
@@ -885,7 +896,14 @@ def _config(url: str, **extra: Any) -> Any:
 def _orch(**env: str) -> Any:
     from shared.orchestration.settings import OrchestrationSettings
 
-    return OrchestrationSettings(env={TIMEOUT: "5", **env})
+    # Loopback http fake services, named by the registrations below; MY_LOOM_TOKEN is a declared extractor token.
+    return OrchestrationSettings(
+        env={TIMEOUT: "5", **env},
+        outbound_allow_http=True,
+        outbound_allow_loopback=True,
+        extractor_allowed_hosts=("127.0.0.1",),
+        extractor_token_settings=("MY_LOOM_TOKEN", "UNSET_TOKEN_SETTING"),
+    )
 
 
 def test_adapter_registers_the_loom_poll_handler() -> None:
@@ -977,7 +995,7 @@ def test_adapter_options_from_registration_and_charset(fake: FakeExtractor) -> N
     assert run_loom_attempt(job, _config(fake.url, encoding="utf-8"), _orch(), original=MemOriginal(DATA)).result
     assert fake.calls()[-1].query["encoding"] == ["utf-8"]
     fake.capabilities = capabilities_doc(options={"sql": []})
-    client = LoomClient(load_loom_settings({TIMEOUT: "5"}), clock=FakeClock())
+    client = LoomClient(load_loom_settings({TIMEOUT: "5"}), clock=FakeClock(), **LOCAL)
     assert run_loom_attempt(job, _config(fake.url), _orch(), client=client, original=MemOriginal(DATA)).result
     assert "encoding" not in fake.calls()[-1].query
 
@@ -1011,7 +1029,16 @@ def test_adapter_reads_the_original_from_blob_storage(fake: FakeExtractor, azuri
     try:
         blob = service.get_blob_client(container, "app-1/notes.md")
         blob.upload_blob(DATA)
-        settings = OrchestrationSettings.from_env({"DataStorage": azurite_connection_string, TIMEOUT: "5"})
+        settings = OrchestrationSettings.from_env(
+            {
+                "DataStorage": azurite_connection_string,
+                TIMEOUT: "5",
+                "ACCEPTED_FILES_CONTAINER": container,
+                "OUTBOUND_ALLOW_HTTP": "true",
+                "OUTBOUND_ALLOW_LOOPBACK": "true",
+                "EXTRACTOR_ALLOWED_HOSTS": "127.0.0.1",
+            }
+        )
         out = run_loom_attempt(_job(file_location_url=blob.url, file_name=None), _config(fake.url), settings)
         assert out.status is PollStatus.SUCCEEDED, out
         (ext,) = fake.calls()

@@ -66,7 +66,7 @@ def extractor_url() -> Iterator[str]:
 def deps(azurite_connection_string: str, extractor_url: str, unique_name: str, monkeypatch: pytest.MonkeyPatch) -> Deps:
     # The devhost's own queue, container and table are this test's too (xdist runs tests side by side on one Azurite).
     monkeypatch.setenv("DEVHOST_ACCEPTED_QUEUE", f"{unique_name}-accepted")
-    monkeypatch.setenv("DEVHOST_ACCEPTED_CONTAINER", f"{unique_name}-accepted")
+    monkeypatch.setenv("ACCEPTED_FILES_CONTAINER", f"{unique_name}-accepted")
     monkeypatch.setenv("DEVHOST_EVENTS_TABLE", f"{unique_name}events")
     env = {
         "DataStorage": azurite_connection_string,
@@ -74,11 +74,17 @@ def deps(azurite_connection_string: str, extractor_url: str, unique_name: str, m
         "POLL_QUEUE": f"{unique_name}-poll",
         "CANCEL_QUEUE": f"{unique_name}-cancel",
         "RESULTS_CONTAINER": f"{unique_name}-results",
+        "ACCEPTED_FILES_CONTAINER": f"{unique_name}-accepted",
         "ACCEPTED_FILES_POISON_CONTAINER": f"{unique_name}-poison",
         "JOB_STATUS_LOCAL_QUEUE": f"{unique_name}-status",
         "LOOM_DOCUMENT_EXTRACTOR_URL": extractor_url,
         "LOOM_DOCUMENT_EXTRACTOR_TOKEN": TOKEN,
         "LOOM_DOCUMENT_EXTRACTOR_TIMEOUT_S": "60",
+        # Local use: the events carry their registration, naming the loopback extractor over plain http.
+        "ALLOW_EVENT_REGISTRATION": "true",
+        "EXTRACTOR_ALLOWED_HOSTS": "127.0.0.1",  # any loopback port: the tests start extractors of their own
+        "OUTBOUND_ALLOW_HTTP": "true",
+        "OUTBOUND_ALLOW_LOOPBACK": "true",
     }
     return build_deps(OrchestrationSettings.from_env(env))
 

@@ -5,7 +5,11 @@ the original, and classifies the answer exactly as the contract says, into a ``L
 
 - ``Verdict.OK``: a 200 whose artifact passed validation; ``artifact_json`` is the cleaned artifact to store.
 - ``Verdict.UNAVAILABLE``: the service cannot be used now (try the source again later).
-- ``Verdict.REFUSED``: the source is refused; ``code`` says why.
+- ``Verdict.REFUSED``: the source is refused; ``code`` says why (``outbound_refused``: the outbound policy refused
+  the service's URL, see shared/outbound.py).
+
+Every call goes through ``shared.outbound``: a URL the operator's LOOM settings route to is allowed by its own host
+and port; any other (a registration's) must be on the allowlist the client is given (``EXTRACTOR_ALLOWED_HOSTS``).
 
 See docs/loom-client.md for the table and the decisions.
 """
@@ -20,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import orjson
-import requests
 from pydantic import SecretStr, ValidationError
 
 from shared.artifact import InvalidArtifact, validate_artifact
@@ -37,14 +40,23 @@ from shared.contract import (
     Verdict,
     classify_answer,
 )
-from shared.loom._http import CallFailed, RawAnswer, call
-from shared.loom.settings import ENV_MAX_ARTIFACT, LoomRoutingError, LoomSettings, Route, normalize_url
+from shared.loom.settings import (
+    ENV_MAX_ARTIFACT,
+    ENV_ROUTES,
+    ENV_URL,
+    LoomRoutingError,
+    LoomSettings,
+    Route,
+    normalize_url,
+)
+from shared.outbound import Allowlist, Answer, Bearer, Outbound, OutboundFailed, OutboundRefused, host_entry
 
 log = logging.getLogger(__name__)
 
 MAX_CAPABILITIES_BYTES: Final = 1024 * 1024  # a capabilities document is small; a longer answer is not one
 _MAX_MESSAGE_CHARS: Final = 2000
 _USER_AGENT: Final = "loom-server (extractor-contract-v1)"
+OUTBOUND_REFUSED: Final = "outbound_refused"  # not a contract code: our own policy refused the service's URL
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +115,14 @@ class LoomUnavailable(Exception):
         self.code = code
 
 
+class LoomRefused(Exception):
+    """The outbound policy refuses a call to the service (its URL or its addresses): permanent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 def _scrub(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         if secret and secret in text:
@@ -120,18 +140,23 @@ def _compressed(headers: Mapping[str, str]) -> str | None:
 class LoomClient:
     """Calls extractor services as the contract's server. Safe to share between threads.
 
-    ``session`` is the ``requests.Session`` to call with (a new one by default); ``clock`` is the monotonic clock the
+    ``outbound`` is the transport (its address policy; the default refuses http and loopback), ``registration_hosts``
+    where a URL that the settings do not route to may point (default: nowhere); ``clock`` is the monotonic clock the
     capabilities cache is timed by (tests inject a fake one; the whole-call deadline always runs on real time).
     """
 
     def __init__(
         self,
         settings: LoomSettings,
-        session: requests.Session | None = None,
+        *,
         clock: Callable[[], float] = time.monotonic,
+        outbound: Outbound | None = None,
+        registration_hosts: Allowlist | None = None,
     ) -> None:
         self.settings = settings
-        self._session = session if session is not None else requests.Session()
+        self._outbound = outbound if outbound is not None else Outbound()
+        extra = registration_hosts or Allowlist((), f"{ENV_URL} or {ENV_ROUTES}", "extractor")
+        self._allowed = extra.plus(host_entry(url) for url in sorted(settings.service_urls()))
         self._clock = clock
         self._lock = threading.Lock()
         self._capabilities: dict[str, tuple[float, Capabilities]] = {}
@@ -174,17 +199,19 @@ class LoomClient:
     def _read_capabilities(self, url: str, token: SecretStr | None) -> Capabilities:
         where = f"{url}/v1/capabilities"
         try:
-            answer = call(
-                self._session,
+            answer = self._outbound.fetch(
                 "GET",
                 where,
-                headers={"Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": _USER_AGENT},
-                token=token.get_secret_value() if token else None,
+                allowed=self._allowed,
+                headers={"Accept": "application/json", "User-Agent": _USER_AGENT},
+                bearer=Bearer.for_url(token.get_secret_value() if token else None, url),
                 timeout_s=self.settings.timeout_s,
                 body_limit=lambda status, _h: MAX_CAPABILITIES_BYTES if status == 200 else 0,
             )
-        except CallFailed as exc:
-            raise LoomUnavailable(f"{where}: {exc}") from None
+        except OutboundRefused as exc:
+            raise LoomRefused(exc.reason) from None
+        except OutboundFailed as exc:
+            raise LoomUnavailable(f"{where}: {exc.reason}") from None
         encoding = _compressed(answer.headers)
         if encoding:
             raise LoomUnavailable(f"{where}: the service compressed its answer ({encoding})")
@@ -256,6 +283,8 @@ class LoomClient:
             caps = self.capabilities(url, secret)
         except LoomUnavailable as exc:
             return stop(Verdict.UNAVAILABLE, exc.code, exc.message, url)
+        except LoomRefused as exc:
+            return stop(Verdict.REFUSED, OUTBOUND_REFUSED, exc.message, url)
         if not caps.supports(format):
             return stop(
                 Verdict.UNAVAILABLE,
@@ -334,24 +363,27 @@ class LoomClient:
             return 0
 
         try:
-            answer = call(
-                self._session,
+            answer = self._outbound.fetch(
                 "POST",
                 f"{url}/v1/extract",
+                allowed=self._allowed,
                 params=plan.params,
                 data=data,
                 headers={
                     "Content-Type": "application/octet-stream",
                     "Accept": "application/json",
-                    "Accept-Encoding": "identity",
                     "User-Agent": _USER_AGENT,
                 },
-                token=plan.token.get_secret_value() if plan.token else None,
+                bearer=Bearer.for_url(plan.token.get_secret_value() if plan.token else None, url),
                 timeout_s=self.settings.timeout_s,
                 body_limit=body_limit,
             )
-        except CallFailed as exc:
-            res = LoomResult(Verdict.UNAVAILABLE, None, _scrub(f"{url}/v1/extract: {exc}", plan.secrets), None, url)
+        except OutboundRefused as exc:
+            res = LoomResult(Verdict.REFUSED, OUTBOUND_REFUSED, _scrub(exc.reason, plan.secrets), None, url)
+        except OutboundFailed as exc:
+            res = LoomResult(
+                Verdict.UNAVAILABLE, None, _scrub(f"{url}/v1/extract: {exc.reason}", plan.secrets), None, url
+            )
         else:
             res = self._classify(answer, plan)
         level = logging.INFO if res.ok else logging.WARNING
@@ -367,7 +399,7 @@ class LoomClient:
             secrets.append(value)
         return secrets
 
-    def _classify(self, answer: RawAnswer, plan: LoomPlan) -> LoomResult:
+    def _classify(self, answer: Answer, plan: LoomPlan) -> LoomResult:
         url = plan.base_url
 
         def done(verdict: Verdict, code: str | None, message: str, artifact: bytes | None = None) -> LoomResult:

@@ -25,9 +25,6 @@ import posixpath
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-import requests
-from requests.adapters import HTTPAdapter
-
 from shared.contract import (
     EXTENSIONS,
     FORMAT_OPTIONS,
@@ -35,12 +32,12 @@ from shared.contract import (
     ErrorCode,
     format_for_media_type,
 )
-from shared.loom.client import LoomClient, LoomPlan, LoomResult
+from shared.loom.client import OUTBOUND_REFUSED, LoomClient, LoomPlan, LoomResult
 from shared.loom.settings import LoomSettingsError, load_loom_settings
-from shared.orchestration.auth import TokenError
+from shared.orchestration.auth import TokenError, TokenRefused
 from shared.orchestration.jobs import Job
 from shared.orchestration.outcomes import PollOutcome, register_poll_handler
-from shared.orchestration.registration import ExtractorConfig
+from shared.orchestration.registration import ExtractorConfig, extractor_allowlist
 from shared.orchestration.settings import OrchestrationSettings
 
 log = logging.getLogger(__name__)
@@ -68,18 +65,15 @@ class Original(Protocol):
 class BlobOriginal:
     """The job's original in the configured storage account (``fileLocationUrl``)."""
 
-    def __init__(self, settings: OrchestrationSettings, location: str) -> None:
-        from shared.orchestration.storage import blob_service, parse_blob_url
+    def __init__(self, settings: OrchestrationSettings, location: str, client_application_id: str) -> None:
+        from shared.orchestration.storage import accepted_file_ref, blob_service
 
         try:
-            ref = parse_blob_url(location)
+            # Only the event's own accepted file is read (and sent): never a result or another application's file.
+            ref = accepted_file_ref(settings, location, client_application_id)
         except ValueError as exc:
             raise OriginalGone(str(exc)) from None
         service = blob_service(settings)
-        if service.account_name and ref.account.lower() != service.account_name.lower():
-            raise OriginalGone(
-                f"the file is in storage account {ref.account!r}, not the configured {service.account_name!r}"
-            )
         self._blob = service.get_blob_client(ref.container, ref.blob)
         self._where = f"{ref.container}/{ref.blob}"
 
@@ -105,11 +99,7 @@ def loom_client(settings: OrchestrationSettings) -> LoomClient:
 
     def make() -> LoomClient:
         loom = load_loom_settings(settings.env)
-        session = requests.Session()
-        adapter = HTTPAdapter(pool_connections=16, pool_maxsize=max(16, settings.submit_concurrency), max_retries=0)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
-        return LoomClient(loom, session=session)
+        return LoomClient(loom, outbound=settings.outbound(), registration_hosts=extractor_allowlist(settings))
 
     return settings.cached("loom_client", make)
 
@@ -204,6 +194,8 @@ def run_loom_attempt(
     if config.auth is not None:
         try:
             token = config.token(settings)
+        except TokenRefused as exc:
+            return PollOutcome.failed(str(exc), extractor_status=OUTBOUND_REFUSED)
         except TokenError as exc:
             return PollOutcome.processing(f"no token for the LOOM extractor: {exc}", extractor_status="unavailable")
 
@@ -214,7 +206,11 @@ def run_loom_attempt(
     charset = _charset(job.content_type) if OPTION_ENCODING in FORMAT_OPTIONS[fmt] else None
 
     try:
-        source: Original = original if original is not None else BlobOriginal(settings, job.file_location_url)
+        source: Original = (
+            original
+            if original is not None
+            else BlobOriginal(settings, job.file_location_url, job.client_application_id)
+        )
         size = source.size()
 
         def plan_for(n: int) -> LoomPlan | LoomResult:

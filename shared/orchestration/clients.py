@@ -15,6 +15,11 @@ Polling: ``GET {pollingUrl}/{urlencoded runId}`` with the bearer token, mapped t
 - A missing ``pollingUrl`` or run id -> Failed.
 
 Status strings are compared case-insensitively.
+
+Every call goes through ``shared.outbound`` (allowlist ``EXTRACTOR_ALLOWED_HOSTS``, address checks, one deadline of
+``EXTRACTOR_HTTP_TIMEOUT_SECONDS`` per call, no redirects); a call the policy refuses is not retried: the submission
+fails, or the poll attempt fails the job. The DOCSAI ``fileUrl`` SAS is minted only for the event's own accepted file
+(``storage.accepted_file_ref``).
 """
 
 from __future__ import annotations
@@ -27,15 +32,15 @@ from typing import Any
 from urllib.parse import quote
 
 import orjson
-import requests
 
-from shared.orchestration.auth import TokenError, http_session
+from shared.orchestration.auth import TokenError, TokenRefused
 from shared.orchestration.jobs import Job
 from shared.orchestration.outcomes import PollOutcome, register_poll_handler
-from shared.orchestration.registration import ExtractorConfig
+from shared.orchestration.registration import ExtractorConfig, extractor_allowlist
 from shared.orchestration.results import ResultError, resolve_docsai_payload
 from shared.orchestration.settings import AZURE_CLIENT_ID, OrchestrationSettings
-from shared.orchestration.storage import parse_blob_url, signed_read_url
+from shared.orchestration.storage import accepted_file_ref, parse_blob_url, signed_read_url
+from shared.outbound import Bearer, OutboundFailed, OutboundRefused
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +95,8 @@ def dbricks_body(job: Job, config: ExtractorConfig, azure_client_id: str | None)
 def submission_body(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> dict[str, Any]:
     if config.extractor_type == "DOCSAI":
         try:
-            file_url = signed_read_url(settings, parse_blob_url(job.file_location_url))
+            ref = accepted_file_ref(settings, job.file_location_url, job.client_application_id)
+            file_url = signed_read_url(settings, ref)
         except ValueError as exc:
             raise SubmissionError(f"no signed URL for the file: {exc}") from None
         return docsai_body(job, file_url)
@@ -127,7 +133,6 @@ def submit(
     config: ExtractorConfig,
     settings: OrchestrationSettings,
     *,
-    session: requests.Session | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Submitted:
     """POST the submission with the spec's retries; raise ``SubmissionError`` when it fails."""
@@ -136,25 +141,32 @@ def submit(
         token = config.token(settings)
     except TokenError as exc:
         raise SubmissionError(f"no bearer token for the extractor: {exc}") from None
-    http = session or http_session(settings)
+    outbound = settings.outbound()
+    allowed = extractor_allowlist(settings)
     payload = orjson.dumps(body)
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": "application/json"}
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    bearer = Bearer.for_url(token, config.extraction_url)
     last = ""
     for attempt in range(1, settings.submit_max_attempts + 1):
         try:
-            resp = http.post(
+            resp = outbound.fetch(
+                "POST",
                 config.extraction_url,
+                allowed=allowed,
                 data=payload,
                 headers=headers,
-                timeout=settings.http_timeout_s,
-                allow_redirects=False,
+                bearer=bearer,
+                timeout_s=settings.http_timeout_s,
+                body_limit=MAX_ANSWER_BYTES,
             )
-        except requests.RequestException as exc:
-            last = f"transport error {type(exc).__name__}"
+        except OutboundRefused as exc:
+            raise SubmissionError(f"submission refused: {exc.reason}") from None
+        except OutboundFailed as exc:
+            last = f"transport error: {exc.reason}"
         else:
-            if 200 <= resp.status_code < 300:
-                return Submitted(run_id_from_answer(config.extractor_type, resp.content), resp.status_code, attempt)
-            last = f"HTTP {resp.status_code}"
+            if 200 <= resp.status < 300:
+                return Submitted(run_id_from_answer(config.extractor_type, resp.body), resp.status, attempt)
+            last = f"HTTP {resp.status}"
         log.warning("job %s: submission attempt %d failed: %s", job.job_id, attempt, last)
         if attempt < settings.submit_max_attempts:
             sleep(settings.submit_retry_delay_ms / 1000)
@@ -173,23 +185,30 @@ def _poll_json(job: Job, config: ExtractorConfig, settings: OrchestrationSetting
     url = f"{config.polling_url.rstrip('/')}/{quote(job.run_id, safe='')}"
     try:
         token = config.token(settings)
+    except TokenRefused as exc:
+        return PollOutcome.failed(str(exc))
     except TokenError as exc:
         return PollOutcome.processing(f"polling request error: {exc}")
     try:
-        resp = http_session(settings).get(
+        resp = settings.outbound().fetch(
+            "GET",
             url,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-            timeout=settings.http_timeout_s,
-            allow_redirects=False,
+            allowed=extractor_allowlist(settings),
+            headers={"Accept": "application/json"},
+            bearer=Bearer.for_url(token, config.polling_url),
+            timeout_s=settings.http_timeout_s,
+            body_limit=MAX_ANSWER_BYTES,
         )
-    except requests.RequestException as exc:
-        return PollOutcome.processing(f"polling request error: {type(exc).__name__}")
-    if not 200 <= resp.status_code < 300:
-        return PollOutcome.processing(f"polling request error: HTTP {resp.status_code}")
-    if len(resp.content) > MAX_ANSWER_BYTES:
+    except OutboundRefused as exc:
+        return PollOutcome.failed(f"polling refused: {exc.reason}")
+    except OutboundFailed as exc:
+        return PollOutcome.processing(f"polling request error: {exc.reason}")
+    if not 200 <= resp.status < 300:
+        return PollOutcome.processing(f"polling request error: HTTP {resp.status}")
+    if resp.overflow:
         return PollOutcome.processing("polling request error: answer over 4 MiB")
     try:
-        answer = orjson.loads(resp.content)
+        answer = orjson.loads(resp.body)
     except orjson.JSONDecodeError:
         return PollOutcome.processing("polling request error: the answer is not JSON")
     if not isinstance(answer, dict):
@@ -205,6 +224,13 @@ def _message(answer: dict[str, Any], *keys: str) -> str:
     return ""
 
 
+def _token_or_none(config: ExtractorConfig, settings: OrchestrationSettings) -> str | None:
+    try:
+        return config.token(settings)
+    except TokenError:
+        return None
+
+
 def poll_docsai(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> PollOutcome:
     answer = _poll_json(job, config, settings)
     if isinstance(answer, PollOutcome):
@@ -213,7 +239,9 @@ def poll_docsai(job: Job, config: ExtractorConfig, settings: OrchestrationSettin
     status = raw.strip().lower() if isinstance(raw, str) else None
     if status == "complete":
         # Raises ResultError when the payload cannot be had: the poll loop retries or fails the job.
-        resolved = resolve_docsai_payload(answer.get("Payload"), settings)
+        # The extractor's token goes with a result URL only on the pollingUrl's own origin (its own API).
+        bearer = Bearer.for_url(_token_or_none(config, settings), config.polling_url)
+        resolved = resolve_docsai_payload(answer.get("Payload"), settings, bearer=bearer)
         return PollOutcome.succeeded(
             resolved.data, extractor_status=raw, details={"content_type": resolved.content_type}
         )

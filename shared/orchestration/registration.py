@@ -1,7 +1,8 @@
 """Registration lookup: which extractor a client application uses, validated.
 
-The registration payload is the event's inline ``registration`` object, else ``GET
-{REGISTRATION_API_URL}/v1/clientApplication/{clientApplicationId}``. The extractor list is taken, in order, from:
+The registration payload is ``GET {REGISTRATION_API_URL}/v1/clientApplication/{clientApplicationId}``, or the
+event's inline ``registration`` object when the operator allows it (``ALLOW_EVENT_REGISTRATION``; off by default:
+an event's registration is then ignored and the API asked). The extractor list is taken, in order, from:
 
 1. ``features[]`` entry with ``featureName == "extractor"``: its ``featureConfig.extractors``;
 2. ``extractors`` in the registration payload;
@@ -12,6 +13,10 @@ A source counts only when it holds a non-empty list. Only the first extractor of
 (see ``ExtractorConfig``) or the job fails with the validation errors as its reason. Registration API responses
 (including 404s) are cached for ``REGISTRATION_CACHE_TTL_SECONDS``; 5xx answers and transport errors are retried
 like submissions (``SUBMIT_MAX_ATTEMPTS`` x ``SUBMIT_RETRY_DELAY_MS``), then the lookup fails.
+
+Registrations are untrusted, wherever they come from: the chosen extractor's URLs must pass the outbound policy's
+static checks against ``EXTRACTOR_ALLOWED_HOSTS`` (``shared.outbound``), and an ``auth.setting`` must name a declared
+extractor token setting (``EXTRACTOR_TOKEN_SETTINGS``), or the job fails with the reason (nothing is sent).
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ from typing import Any, Final, Literal
 from urllib.parse import quote
 
 import orjson
-import requests
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -36,9 +40,15 @@ from pydantic import (
     model_validator,
 )
 
-from shared.orchestration.auth import TokenError, bearer_token, http_session
+from shared.orchestration.auth import TokenError, bearer_token, token_setting_refusal
 from shared.orchestration.backoff import JobTrackingConfig
-from shared.orchestration.settings import REGISTRATION_API_URL, OrchestrationSettings
+from shared.orchestration.settings import (
+    ALLOW_EVENT_REGISTRATION,
+    EXTRACTOR_ALLOWED_HOSTS,
+    REGISTRATION_API_URL,
+    OrchestrationSettings,
+)
+from shared.outbound import Allowlist, Bearer, OutboundFailed, OutboundRefused, host_entry
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +147,28 @@ def validate_extractor(raw: Any) -> ExtractorConfig:
     return config
 
 
+def extractor_allowlist(settings: OrchestrationSettings) -> Allowlist:
+    """Where a registration's extractor URLs may point: the operator's ``EXTRACTOR_ALLOWED_HOSTS``."""
+    return Allowlist(settings.extractor_allowed_hosts, EXTRACTOR_ALLOWED_HOSTS, "extractor")
+
+
+def check_extractor_policy(config: ExtractorConfig, settings: OrchestrationSettings) -> None:
+    """Refuse (``NoUsableExtractor``) an extractor whose URLs or token source the outbound policy does not allow."""
+    allowed = extractor_allowlist(settings)
+    outbound = settings.outbound()
+    for field_name, url in (("extractionUrl", config.extraction_url), ("pollingUrl", config.polling_url)):
+        if url is None:
+            continue
+        try:
+            outbound.check_url(url, allowed)
+        except OutboundRefused as exc:
+            raise NoUsableExtractor(f"the first registered extractor's {field_name} is refused: {exc.reason}") from None
+    if config.auth is not None and config.auth.setting is not None:
+        refusal = token_setting_refusal(settings, config.auth.setting)
+        if refusal is not None:
+            raise NoUsableExtractor(f"the first registered extractor is refused: {refusal}")
+
+
 def extractors_from_payload(payload: Any) -> tuple[str, list[Any]] | None:
     """The extractor list of a registration payload and where it came from, by precedence; None if it has none."""
     if not isinstance(payload, dict):
@@ -163,12 +195,10 @@ class RegistrationResolver:
         self,
         settings: OrchestrationSettings,
         *,
-        session: requests.Session | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
-        self.session = session or http_session(settings)
         self.monotonic = monotonic
         self.sleep = sleep
         self._cache: dict[str, tuple[float, Any]] = {}
@@ -177,6 +207,13 @@ class RegistrationResolver:
     def resolve(self, client_application_id: str, inline_payload: dict[str, Any] | None = None) -> ExtractorConfig:
         """Raise ``NoUsableExtractor`` (permanent) or ``RegistrationUnavailable`` (API unreachable)."""
         payload = inline_payload
+        if payload is not None and not self.settings.allow_event_registration:
+            log.warning(
+                "client application %s: the event's inline registration is ignored (%s is off); asking the API",
+                client_application_id,
+                ALLOW_EVENT_REGISTRATION,
+            )
+            payload = None
         if payload is None:
             payload = self._get_json(f"/v1/clientApplication/{quote(client_application_id, safe='')}")
         found = extractors_from_payload(payload)
@@ -188,7 +225,9 @@ class RegistrationResolver:
                 found = ("api", listed)
         if found is None:
             raise NoUsableExtractor(f"client application {client_application_id} has no registered extractor")
-        return validate_extractor(found[1][0])
+        config = validate_extractor(found[1][0])
+        check_extractor_policy(config, self.settings)
+        return config
 
     # -----------------------------------------------------------------------------------------------------------
     def _get_json(self, path: str) -> Any:
@@ -210,31 +249,44 @@ class RegistrationResolver:
     def _fetch(self, url: str) -> Any:
         s = self.settings
         headers = {"Accept": "application/json"}
+        bearer: Bearer | None = None
         if s.registration_api_scope:
             try:
-                headers["Authorization"] = "Bearer " + bearer_token(s, scope=s.registration_api_scope)
+                bearer = Bearer.for_url(bearer_token(s, scope=s.registration_api_scope), url)
             except TokenError as exc:
                 raise RegistrationUnavailable(str(exc)) from None
+        allowed = Allowlist((host_entry(s.registration_api_url or url),), REGISTRATION_API_URL, "registration API")
+        outbound = s.outbound()
         last = ""
         for attempt in range(1, s.submit_max_attempts + 1):
             try:
-                resp = self.session.get(url, headers=headers, timeout=s.http_timeout_s, allow_redirects=False)
-            except requests.RequestException as exc:
-                last = f"{type(exc).__name__}"
+                resp = outbound.fetch(
+                    "GET",
+                    url,
+                    allowed=allowed,
+                    headers=headers,
+                    bearer=bearer,
+                    timeout_s=s.http_timeout_s,
+                    body_limit=lambda status, _h: MAX_REGISTRATION_BYTES if 200 <= status < 300 else 0,
+                )
+            except OutboundRefused as exc:
+                raise RegistrationUnavailable(exc.reason) from None
+            except OutboundFailed as exc:
+                last = exc.reason
             else:
-                if resp.status_code == 404:
+                if resp.status == 404:
                     return None
-                if 200 <= resp.status_code < 300:
-                    if len(resp.content) > MAX_REGISTRATION_BYTES:
+                if 200 <= resp.status < 300:
+                    if resp.overflow:
                         raise RegistrationUnavailable(f"registration answer from {url} is over 4 MiB")
                     try:
-                        return orjson.loads(resp.content)
+                        return orjson.loads(resp.body)
                     except orjson.JSONDecodeError:
                         last = "a body that is not JSON"
-                elif 400 <= resp.status_code < 500 and resp.status_code not in (408, 429):
-                    raise RegistrationUnavailable(f"registration API answered HTTP {resp.status_code} for {url}")
+                elif 400 <= resp.status < 500 and resp.status not in (408, 429):
+                    raise RegistrationUnavailable(f"registration API answered HTTP {resp.status} for {url}")
                 else:
-                    last = f"HTTP {resp.status_code}"
+                    last = f"HTTP {resp.status}"
             if attempt < s.submit_max_attempts:
                 self.sleep(s.submit_retry_delay_ms / 1000)
         raise RegistrationUnavailable(f"registration API {url} failed {s.submit_max_attempts} times (last: {last})")
@@ -247,6 +299,8 @@ __all__ = [
     "RegistrationResolver",
     "RegistrationUnavailable",
     "TokenSource",
+    "check_extractor_policy",
+    "extractor_allowlist",
     "extractors_from_payload",
     "validate_extractor",
 ]

@@ -4,11 +4,12 @@ DOCSAI ``Payload`` on completion:
 
 - an object (or array): serialized as JSON;
 - a ``data:`` URL: decoded (base64 or percent-encoded);
-- an ``http(s)://`` URL: downloaded, only from a host in ``RESULT_DOWNLOAD_ALLOWED_HOSTS`` (``host``, ``host:port``
-  or ``*.domain``), at most ``RESULT_DOWNLOAD_MAX_BYTES`` within ``RESULT_DOWNLOAD_TIMEOUT_SECONDS``; https only
-  unless ``RESULT_DOWNLOAD_ALLOW_HTTP``; the host's addresses are resolved and every one must be public (no
-  loopback, private, link-local, reserved, multicast) unless ``RESULT_DOWNLOAD_ALLOW_PRIVATE``; the connection goes
-  to the checked address (no second DNS lookup); redirects are followed (at most 3) only to the same host.
+- an ``http(s)://`` URL: downloaded through ``shared.outbound`` (its rules: https only, checked public addresses,
+  no second lookup, nothing decompressed), only from a host in ``RESULT_DOWNLOAD_ALLOWED_HOSTS`` (``host``,
+  ``host:port`` or ``*.domain``), at most ``RESULT_DOWNLOAD_MAX_BYTES`` within one deadline of
+  ``RESULT_DOWNLOAD_TIMEOUT_SECONDS`` for the whole download; redirects are followed (at most 3) only to the same
+  origin (scheme, host and port). The extractor's bearer token goes with it only to the origin of the extractor's
+  ``pollingUrl``; a compressed answer (sent although identity was asked) is refused.
 
 The bytes are stored in container ``results`` at ``<clientApplicationId>/<fileId>/<jobId>/result.json``.
 
@@ -26,30 +27,27 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
 import logging
-import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
-from urllib.parse import quote, unquote, unquote_to_bytes, urljoin, urlsplit
+from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 import orjson
-import requests
-import urllib3
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.storage.blob import ContentSettings
 
-from shared.orchestration.auth import TokenError, bearer_token, http_session
-from shared.orchestration.settings import PALANTIR_INGEST_URL, OrchestrationSettings
+from shared.orchestration.auth import TokenError, bearer_token
+from shared.orchestration.settings import PALANTIR_INGEST_URL, RESULT_DOWNLOAD_ALLOWED_HOSTS, OrchestrationSettings
 from shared.orchestration.storage import blob_service, blob_url, parse_blob_url
+from shared.outbound import Allowlist, Bearer, OutboundFailed, OutboundRefused, Resolver, host_entry
 
 log = logging.getLogger(__name__)
 
 RESULT_FILE: Final = "result.json"
 MAX_REDIRECTS: Final = 3
-_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+MAX_PALANTIR_ANSWER_BYTES: Final = 64 * 1024
 
 
 class ResultError(Exception):
@@ -78,7 +76,7 @@ class ResolvedResult:
 
 
 def resolve_docsai_payload(
-    payload: Any, settings: OrchestrationSettings, *, resolver: Callable[..., Any] = socket.getaddrinfo
+    payload: Any, settings: OrchestrationSettings, *, resolver: Resolver | None = None, bearer: Bearer | None = None
 ) -> ResolvedResult:
     if isinstance(payload, dict | list):
         return ResolvedResult(orjson.dumps(payload))
@@ -88,7 +86,7 @@ def resolve_docsai_payload(
         if low.startswith("data:"):
             return decode_data_url(text, settings.result_download_max_bytes)
         if low.startswith(("http://", "https://")):
-            return ResolvedResult(download_result(text, settings, resolver=resolver))
+            return ResolvedResult(download_result(text, settings, resolver=resolver, bearer=bearer))
         raise ResultError("the Payload string is neither a data URL nor an http(s) URL", permanent=True)
     if payload is None:
         raise ResultError("the extractor reported complete without a Payload", permanent=True)
@@ -115,132 +113,40 @@ def decode_data_url(url: str, max_bytes: int) -> ResolvedResult:
     return ResolvedResult(raw, media or "application/octet-stream")
 
 
-def host_allowed(host: str, port: int, allowed: tuple[str, ...]) -> bool:
-    host = host.lower().rstrip(".")
-    for entry in allowed:
-        if entry.startswith("*."):
-            if host.endswith(entry[1:]) and host != entry[2:]:
-                return True
-        elif ":" in entry and not entry.startswith("["):
-            h, _, p = entry.rpartition(":")
-            if h == host and p == str(port):
-                return True
-        elif entry.strip("[]") == host:
-            return True
-    return False
-
-
-def _checked_addresses(
-    host: str, port: int, settings: OrchestrationSettings, resolver: Callable[..., Any]
-) -> list[str]:
-    try:
-        infos = resolver(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        raise ResultError(f"result host {host} does not resolve: {exc}", permanent=False) from None
-    addresses: list[str] = []
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0].split("%", 1)[0])
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        public = ip.is_global and not ip.is_multicast
-        if not public and not settings.result_download_allow_private:
-            raise ResultError(
-                f"result host {host} resolves to a non-public address ({ip}); refused "
-                f"(RESULT_DOWNLOAD_ALLOW_PRIVATE is off)",
-                permanent=True,
-            )
-        addresses.append(str(ip))
-    if not addresses:
-        raise ResultError(f"result host {host} has no address", permanent=False)
-    return addresses
-
-
 def download_result(
-    url: str, settings: OrchestrationSettings, *, resolver: Callable[..., Any] = socket.getaddrinfo
+    url: str, settings: OrchestrationSettings, *, resolver: Resolver | None = None, bearer: Bearer | None = None
 ) -> bytes:
-    """Fetch a result URL under the host, address, size, time and redirect rules above."""
-    deadline = time.monotonic() + settings.result_download_timeout_s
+    """Fetch a result URL under the outbound policy and the download limits above."""
+    outbound = settings.outbound()
+    if resolver is not None:
+        outbound = replace(outbound, resolver=resolver)
     max_bytes = settings.result_download_max_bytes
-    current = url
-    first_host: str | None = None
-    for _hop in range(MAX_REDIRECTS + 1):
-        parts = urlsplit(current)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https"):
-            raise ResultError(f"result URL scheme {scheme!r} is not http(s)", permanent=True)
-        if scheme == "http" and not settings.result_download_allow_http:
-            raise ResultError("result URL is plain http; refused (RESULT_DOWNLOAD_ALLOW_HTTP is off)", permanent=True)
-        host = (parts.hostname or "").lower()
-        if not host:
-            raise ResultError("result URL has no host", permanent=True)
-        if parts.username or parts.password:
-            raise ResultError("result URL carries credentials; refused", permanent=True)
-        if first_host is not None and host != first_host:
-            raise ResultError(f"result URL redirected to another host ({host}); refused", permanent=True)
-        first_host = host
-        port = parts.port or (443 if scheme == "https" else 80)
-        if not host_allowed(host, port, settings.result_download_allowed_hosts):
-            raise ResultError(
-                f"result host {host}:{port} is not in RESULT_DOWNLOAD_ALLOWED_HOSTS; refused", permanent=True
-            )
-        address = _checked_addresses(host, port, settings, resolver)[0]
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise ResultError("result download ran out of time", permanent=False)
-        timeout = urllib3.Timeout(connect=remaining, read=remaining)
-        host_header = host if parts.port is None else f"{host}:{parts.port}"
-        if scheme == "https":
-            pool: urllib3.HTTPConnectionPool = urllib3.HTTPSConnectionPool(
-                address,
-                port,
-                timeout=timeout,
-                retries=False,
-                server_hostname=host,
-                assert_hostname=host,
-                cert_reqs="CERT_REQUIRED",
-            )
-        else:
-            pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False)
-        try:
-            resp = pool.urlopen(
-                "GET",
-                path,
-                headers={"Host": host_header, "Accept": "*/*", "Accept-Encoding": "identity"},
-                redirect=False,
-                retries=False,
-                preload_content=False,
-            )
-            try:
-                if resp.status in _REDIRECTS:
-                    location = resp.headers.get("Location")
-                    if not location:
-                        raise ResultError(f"result URL answered HTTP {resp.status} without Location", permanent=True)
-                    current = urljoin(current, location)
-                    continue
-                if resp.status != 200:
-                    permanent = 400 <= resp.status < 500 and resp.status not in (408, 429)
-                    raise ResultError(f"result URL answered HTTP {resp.status}", permanent=permanent)
-                length = resp.headers.get("Content-Length")
-                if length and length.isdigit() and int(length) > max_bytes:
-                    raise ResultError(f"result is {length} bytes, over the {max_bytes} byte limit", permanent=True)
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in resp.stream(64 * 1024, decode_content=True):
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise ResultError(f"result is over the {max_bytes} byte limit", permanent=True)
-                    if time.monotonic() > deadline:
-                        raise ResultError("result download ran out of time", permanent=False)
-                    chunks.append(chunk)
-                return b"".join(chunks)
-            finally:
-                resp.release_conn()
-        except urllib3.exceptions.HTTPError as exc:
-            raise ResultError(f"result download failed: {type(exc).__name__}", permanent=False) from None
-        finally:
-            pool.close()
-    raise ResultError(f"result URL redirected more than {MAX_REDIRECTS} times", permanent=True)
+    allowed = Allowlist(settings.result_download_allowed_hosts, RESULT_DOWNLOAD_ALLOWED_HOSTS, "result")
+    try:
+        answer = outbound.fetch(
+            "GET",
+            url,
+            allowed=allowed,
+            headers={"Accept": "*/*"},
+            bearer=bearer,
+            timeout_s=settings.result_download_timeout_s,
+            body_limit=lambda status, _h: max_bytes if status == 200 else 0,
+            max_redirects=MAX_REDIRECTS,
+        )
+    except OutboundRefused as exc:
+        raise ResultError(exc.reason, permanent=True) from None
+    except OutboundFailed as exc:
+        raise ResultError(f"result download failed: {exc.reason}", permanent=False) from None
+    if answer.status != 200:
+        permanent = 400 <= answer.status < 500 and answer.status not in (408, 429)
+        raise ResultError(f"result URL answered HTTP {answer.status}", permanent=permanent)
+    if answer.compressed:
+        raise ResultError(
+            f"result URL answered compressed ({answer.compressed}) although identity was asked; refused", permanent=True
+        )
+    if answer.overflow:
+        raise ResultError(f"result is over the {max_bytes} byte limit", permanent=True)
+    return answer.body
 
 
 def store_result(settings: OrchestrationSettings, blob_name: str, result: ResolvedResult) -> str:
@@ -314,7 +220,6 @@ def palantir_upload(
     file_path: str,
     data: bytes,
     *,
-    session: requests.Session | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     s = settings
@@ -328,25 +233,32 @@ def palantir_upload(
     params = {"filePath": file_path}
     if s.palantir_branch_id:
         params["branchId"] = s.palantir_branch_id
-    http = session or http_session(s)
+    outbound = s.outbound()
+    allowed = Allowlist((host_entry(s.palantir_ingest_url),), PALANTIR_INGEST_URL, "Palantir")
+    bearer = Bearer.for_url(token, s.palantir_ingest_url)
     last = ""
     for attempt in range(1, s.submit_max_attempts + 1):
         try:
-            resp = http.post(
+            resp = outbound.fetch(
+                "POST",
                 url,
+                allowed=allowed,
                 params=params,
                 data=data,
-                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/octet-stream"},
-                timeout=s.http_timeout_s,
-                allow_redirects=False,
+                headers={"Content-Type": "application/octet-stream"},
+                bearer=bearer,
+                timeout_s=s.http_timeout_s,
+                body_limit=MAX_PALANTIR_ANSWER_BYTES,
             )
-        except requests.RequestException as exc:
-            last = type(exc).__name__
+        except OutboundRefused as exc:
+            raise ResultError(f"Palantir ingestion of {file_path} refused: {exc.reason}", permanent=True) from None
+        except OutboundFailed as exc:
+            last = exc.reason
         else:
-            if 200 <= resp.status_code < 300:
+            if 200 <= resp.status < 300:
                 return
-            last = f"HTTP {resp.status_code}"
-            if 400 <= resp.status_code < 500 and resp.status_code not in (408, 429):
+            last = f"HTTP {resp.status}"
+            if 400 <= resp.status < 500 and resp.status not in (408, 429):
                 raise ResultError(f"Palantir ingestion of {file_path} refused: {last}", permanent=True)
         if attempt < s.submit_max_attempts:
             sleep(s.submit_retry_delay_ms / 1000)

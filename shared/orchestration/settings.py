@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from shared.outbound import ALLOW_HTTP_SETTING, ALLOW_LOOPBACK_SETTING, Outbound
+
 # ---------------------------------------------------------------------------------------------------------------
 # Setting names: the one place they are spelled.
 
@@ -32,6 +34,7 @@ JOBS_TABLE: Final = "JOBS_TABLE"
 POLL_QUEUE: Final = "POLL_QUEUE"
 CANCEL_QUEUE: Final = "CANCEL_QUEUE"
 RESULTS_CONTAINER: Final = "RESULTS_CONTAINER"
+ACCEPTED_CONTAINER: Final = "ACCEPTED_FILES_CONTAINER"  # the only container a DOCSAI fileUrl SAS is minted for
 POISON_CONTAINER: Final = "ACCEPTED_FILES_POISON_CONTAINER"
 STATUS_LOCAL_QUEUE: Final = "JOB_STATUS_LOCAL_QUEUE"
 
@@ -41,6 +44,29 @@ JOB_STATUS_CONNECTION: Final = "JOB_STATUS_CONNECTION"  # the *name* of the conn
 REGISTRATION_API_URL: Final = "REGISTRATION_API_URL"
 REGISTRATION_API_SCOPE: Final = "REGISTRATION_API_SCOPE"
 REGISTRATION_CACHE_TTL_SECONDS: Final = "REGISTRATION_CACHE_TTL_SECONDS"
+ALLOW_EVENT_REGISTRATION: Final = "ALLOW_EVENT_REGISTRATION"  # honour an event's inline registration (default no)
+
+# The outbound policy (shared/outbound.py): where extractor URLs may point, which settings may be bearer tokens.
+EXTRACTOR_ALLOWED_HOSTS: Final = "EXTRACTOR_ALLOWED_HOSTS"
+EXTRACTOR_TOKEN_SETTINGS: Final = "EXTRACTOR_TOKEN_SETTINGS"  # noqa: S105 - a setting's name, not a secret
+OUTBOUND_ALLOW_HTTP: Final = ALLOW_HTTP_SETTING
+OUTBOUND_ALLOW_LOOPBACK: Final = ALLOW_LOOPBACK_SETTING
+DEFAULT_EXTRACTOR_TOKEN_SETTINGS: Final = ("DOCSAI_TOKEN", "DBRICKS_TOKEN")
+# Never a registration's bearer token, whatever EXTRACTOR_TOKEN_SETTINGS says: connections, keys, other tokens.
+RESERVED_SETTING_PREFIXES: Final = (
+    "AzureWebJobs",
+    "DataStorage",
+    "EventHubConnection",
+    "APPLICATIONINSIGHTS",
+    "WEBSITE",
+    "IDENTITY",
+    "MSI_",
+    "AZURE_",
+    "FUNCTIONS_",
+    "EXTRACTOR_TOKENS",
+    "LOOM_",
+    "PALANTIR_",
+)
 
 AZURE_CLIENT_ID: Final = "AZURE_CLIENT_ID"
 HTTP_TIMEOUT_SECONDS: Final = "EXTRACTOR_HTTP_TIMEOUT_SECONDS"
@@ -61,8 +87,6 @@ SWEEPER_SLACK_SECONDS: Final = "SWEEPER_SLACK_SECONDS"
 RESULT_DOWNLOAD_ALLOWED_HOSTS: Final = "RESULT_DOWNLOAD_ALLOWED_HOSTS"
 RESULT_DOWNLOAD_MAX_BYTES: Final = "RESULT_DOWNLOAD_MAX_BYTES"
 RESULT_DOWNLOAD_TIMEOUT_SECONDS: Final = "RESULT_DOWNLOAD_TIMEOUT_SECONDS"
-RESULT_DOWNLOAD_ALLOW_PRIVATE: Final = "RESULT_DOWNLOAD_ALLOW_PRIVATE"
-RESULT_DOWNLOAD_ALLOW_HTTP: Final = "RESULT_DOWNLOAD_ALLOW_HTTP"
 RESULT_MAX_ATTEMPTS: Final = "RESULT_MAX_ATTEMPTS"
 
 PALANTIR_INGEST_URL: Final = "PALANTIR_INGEST_URL"
@@ -99,6 +123,7 @@ class OrchestrationSettings:
     poll_queue: str = "poll-jobs"
     cancel_queue: str = "cancel-jobs"
     results_container: str = "results"
+    accepted_container: str = "accepted-files"
     poison_container: str = "accepted-files-poison"
     status_local_queue: str = "job-status-local"
     # Status events.
@@ -109,6 +134,12 @@ class OrchestrationSettings:
     registration_api_url: str | None = None
     registration_api_scope: str | None = None
     registration_cache_ttl_s: float = 60.0
+    allow_event_registration: bool = False
+    # Outbound policy.
+    extractor_allowed_hosts: tuple[str, ...] = ()
+    extractor_token_settings: tuple[str, ...] = DEFAULT_EXTRACTOR_TOKEN_SETTINGS
+    outbound_allow_http: bool = False
+    outbound_allow_loopback: bool = False
     # Submission.
     azure_client_id: str | None = None
     http_timeout_s: float = 30.0
@@ -129,8 +160,6 @@ class OrchestrationSettings:
     result_download_allowed_hosts: tuple[str, ...] = ()
     result_download_max_bytes: int = 64 * 1024 * 1024
     result_download_timeout_s: float = 60.0
-    result_download_allow_private: bool = False
-    result_download_allow_http: bool = False
     result_max_attempts: int = 3
     # Palantir ingestion (DBRICKS results).
     palantir_ingest_url: str | None = None
@@ -156,12 +185,18 @@ class OrchestrationSettings:
             "poll_queue": r.name(POLL_QUEUE, "poll-jobs"),
             "cancel_queue": r.name(CANCEL_QUEUE, "cancel-jobs"),
             "results_container": r.name(RESULTS_CONTAINER, "results"),
+            "accepted_container": r.name(ACCEPTED_CONTAINER, "accepted-files"),
             "poison_container": r.name(POISON_CONTAINER, "accepted-files-poison"),
             "status_local_queue": r.name(STATUS_LOCAL_QUEUE, "job-status-local"),
             "job_status_hub": r.text(JOB_STATUS_HUB) or "job-status",
             "registration_api_url": r.url(REGISTRATION_API_URL),
             "registration_api_scope": r.text(REGISTRATION_API_SCOPE),
             "registration_cache_ttl_s": r.number(REGISTRATION_CACHE_TTL_SECONDS, 60.0, minimum=0),
+            "allow_event_registration": r.flag(ALLOW_EVENT_REGISTRATION, False),
+            "extractor_allowed_hosts": r.host_list(EXTRACTOR_ALLOWED_HOSTS),
+            "extractor_token_settings": r.token_settings(EXTRACTOR_TOKEN_SETTINGS),
+            "outbound_allow_http": r.flag(OUTBOUND_ALLOW_HTTP, False),
+            "outbound_allow_loopback": r.flag(OUTBOUND_ALLOW_LOOPBACK, False),
             "azure_client_id": r.text(AZURE_CLIENT_ID),
             "http_timeout_s": r.number(HTTP_TIMEOUT_SECONDS, 30.0, minimum=0.01),
             "submit_max_attempts": r.integer(SUBMIT_MAX_ATTEMPTS, 5, minimum=1),
@@ -179,8 +214,6 @@ class OrchestrationSettings:
             "result_download_allowed_hosts": r.host_list(RESULT_DOWNLOAD_ALLOWED_HOSTS),
             "result_download_max_bytes": r.integer(RESULT_DOWNLOAD_MAX_BYTES, 64 * 1024 * 1024, minimum=1),
             "result_download_timeout_s": r.number(RESULT_DOWNLOAD_TIMEOUT_SECONDS, 60.0, minimum=0.01),
-            "result_download_allow_private": r.flag(RESULT_DOWNLOAD_ALLOW_PRIVATE, False),
-            "result_download_allow_http": r.flag(RESULT_DOWNLOAD_ALLOW_HTTP, False),
             "result_max_attempts": r.integer(RESULT_MAX_ATTEMPTS, 3, minimum=1),
             "palantir_ingest_url": r.url(PALANTIR_INGEST_URL),
             "palantir_dataset_rid": r.text(PALANTIR_DATASET_RID),
@@ -228,6 +261,10 @@ class OrchestrationSettings:
             if key not in self._cache:
                 self._cache[key] = factory()
             return self._cache[key]
+
+    def outbound(self) -> Outbound:
+        """The one outbound transport under these settings' address policy (see shared/outbound.py)."""
+        return Outbound(allow_http=self.outbound_allow_http, allow_loopback=self.outbound_allow_loopback)
 
     @property
     def uses_event_hub(self) -> bool:
@@ -307,6 +344,20 @@ class _Reader:
             kind = "a table name (letters and digits)" if table else "a queue/container name (lowercase, digits, -)"
             self.errors.append(f"{name}: must be {kind}, got {raw!r}")
         return raw
+
+    def token_settings(self, name: str) -> tuple[str, ...]:
+        raw = self.text(name)
+        if raw is None:
+            return DEFAULT_EXTRACTOR_TOKEN_SETTINGS
+        names = tuple(n.strip() for n in raw.split(",") if n.strip())
+        import re
+
+        for n in names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", n):
+                self.errors.append(f"{name}: {n[:60]!r} is not an app setting name")
+            elif n.startswith(RESERVED_SETTING_PREFIXES):
+                self.errors.append(f"{name}: {n} holds a connection, key or another service's token; not a token")
+        return names
 
     def host_list(self, name: str) -> tuple[str, ...]:
         raw = self.text(name)

@@ -94,6 +94,40 @@ def parse_blob_url(url: str) -> BlobRef:
     return BlobRef(account, segments[0], "/".join(segments[1:]))
 
 
+_ENCODED_TRICKS = ("%2f", "%5c", "%00", "\\")  # a separator hidden from parse_blob_url (Azure reads \ as /)
+
+
+def accepted_file_ref(settings: OrchestrationSettings, url: str, client_application_id: str) -> BlobRef:
+    """The blob an event's ``fileLocationUrl`` names, if it is one that event may have read on its behalf.
+
+    Only a blob of the configured account, in the accepted-files container (``ACCEPTED_FILES_CONTAINER``), under the
+    event's own client application's prefix (``<clientApplicationId>/...``), named without dot segments or encoded
+    separators. Raises ``ValueError`` with the reason (it goes on the Failed job): no SAS is minted and no byte read
+    for anything else, so an event cannot have another application's file, or a result, handed to it.
+    """
+    path = urlsplit(url.strip()).path
+    if any(trick in path.lower() for trick in _ENCODED_TRICKS) or "//" in path:
+        raise ValueError(
+            "the fileLocationUrl's path holds an encoded separator, a backslash or an empty segment; refused"
+        )
+    ref = parse_blob_url(url)
+    client = blob_service(settings)
+    if client.account_name and ref.account.lower() != client.account_name.lower():
+        raise ValueError("the fileLocationUrl names a blob outside the configured storage account; refused")
+    if ref.container != settings.accepted_container:
+        raise ValueError(
+            f"the fileLocationUrl names container {ref.container[:64]!r}, not the accepted-files container "
+            f"{settings.accepted_container!r} (ACCEPTED_FILES_CONTAINER); refused"
+        )
+    app = client_application_id
+    if not app or "/" in app or app in (".", "..") or not ref.blob.startswith(app + "/"):
+        raise ValueError(
+            "the fileLocationUrl names a blob outside the event's own client application's prefix "
+            f"({app[:64]}/...); refused"
+        )
+    return ref
+
+
 def blob_url(settings: OrchestrationSettings, container: str, blob: str) -> str:
     client = blob_service(settings)
     return f"{client.url.rstrip('/')}/{quote(container)}/{quote(blob)}"

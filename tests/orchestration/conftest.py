@@ -345,7 +345,7 @@ class Orch:
             "clientApplicationId": app,
             "fileId": f"file-{self.counter}",
             "documentHash": f"sha256:{self.counter:064x}",
-            "fileLocationUrl": fields.pop("fileLocationUrl", None) or self.upload_source(f"f{self.counter}.pdf"),
+            "fileLocationUrl": fields.pop("fileLocationUrl", None) or self.upload_source(f"{app}/f{self.counter}.pdf"),
             "fileName": "report.pdf",
             "contentType": "application/pdf",
         }
@@ -431,8 +431,11 @@ def base_env(connection_string: str, base: str, servers: dict[str, Any]) -> dict
         "FLUXX_EXTRACTOR_MAX_DELAY_MS": "0",
         "FLUXX_EXTRACTOR_MAX_POLLING_ATTEMPTS": "20",
         "RESULT_DOWNLOAD_ALLOWED_HOSTS": "127.0.0.1",
-        "RESULT_DOWNLOAD_ALLOW_PRIVATE": "true",
-        "RESULT_DOWNLOAD_ALLOW_HTTP": "true",
+        # The local servers are plain http on loopback: the outbound policy allows both only when told to.
+        "OUTBOUND_ALLOW_HTTP": "true",
+        "OUTBOUND_ALLOW_LOOPBACK": "true",
+        "EXTRACTOR_ALLOWED_HOSTS": "127.0.0.1",
+        "ACCEPTED_FILES_CONTAINER": f"{base}-accepted",
         "RESULT_DOWNLOAD_TIMEOUT_SECONDS": "60",
         "PALANTIR_INGEST_URL": servers["palantir"].url,
         "PALANTIR_DATASET_RID": DATASET_RID,

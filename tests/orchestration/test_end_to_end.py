@@ -147,7 +147,7 @@ def test_dbricks_happy_path_with_palantir_ingestion(orch: Orch) -> None:
 
     [post] = orch.dbricks.posts()
     assert post.headers["Authorization"] == f"Bearer {DBRICKS_TOKEN}"
-    source = f"/{orch.source_container}/{urlsplit(event['fileLocationUrl']).path.rsplit('/', 1)[1]}"
+    source = f"/{orch.source_container}/app-db/{urlsplit(event['fileLocationUrl']).path.rsplit('/', 1)[1]}"
     assert post.json() == {
         "name": f"extract-{event['fileId']}-{job_id}",
         "client_id": CLIENT_ID,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -10,6 +11,7 @@ import pytest
 
 from shared.orchestration.jobs import JobState
 from shared.orchestration.poll import Action, claim_attempt, handle_poll_message
+from shared.orchestration.results import ResultError, download_result
 from shared.orchestration.scheduling import PollMessage
 from shared.orchestration.submit import handle_accepted_events
 from tests.orchestration.conftest import Orch, Reply
@@ -53,7 +55,7 @@ def test_docsai_flapping_statuses_and_request_errors_keep_polling(make_orch: Any
         "polling request error: HTTP 503",
         "polling request error: the answer is not JSON",
         "polling request error: the answer is not a JSON object",
-        "polling request error: ReadTimeout",
+        "polling request error: no complete answer within the whole-call timeout of 0.3 s",
     ]
     assert _job(orch, job_id).state == JobState.SUCCEEDED
 
@@ -65,7 +67,8 @@ def test_polling_connection_refused_is_processing(orch: Orch) -> None:
     assert [r.action for r in results] == [Action.RESCHEDULED, Action.FAILED]
     job = _job(orch, job_id)
     assert job.reason == (
-        "polling stopped: 2 attempts reached maxPollingAttempts 2 (last: polling request error: ConnectionError)"
+        "polling stopped: 2 attempts reached maxPollingAttempts 2 "
+        "(last: polling request error: the connection was refused)"
     )
 
 
@@ -271,22 +274,27 @@ def test_result_url_forbidden_hosts_are_refused(orch: Orch) -> None:
     # A redirect to another host.
     orch.files.files["/hop"] = Reply(302, b"", {"Location": f"http://localhost:{orch.files.port}/x"})
     _, last = _complete_with(orch, f"{orch.files.url}/hop")
-    assert last.reason == "result handling failed: result URL redirected to another host (localhost); refused"
-
-
-def test_loopback_is_refused_without_allow_private(orch: Orch) -> None:
-    orch.files.files["/r.json"] = b"{}"
-    _, last = _complete_with(orch, f"{orch.files.url}/r.json", result_download_allow_private=False)
-    assert last.action == Action.FAILED
     assert last.reason == (
-        "result handling failed: result host 127.0.0.1 resolves to a non-public address (127.0.0.1); refused "
-        "(RESULT_DOWNLOAD_ALLOW_PRIVATE is off)"
+        f"result handling failed: result URL redirected to another origin (http://localhost:{orch.files.port}); "
+        "refused (a redirect must keep the scheme, host and port)"
+    )
+
+
+def test_loopback_and_http_are_refused_unless_allowed(orch: Orch) -> None:
+    orch.files.files["/r.json"] = b"{}"
+    # One outbound policy for every call: with loopback off the extractor itself is out of reach, so the download
+    # is asked for directly.
+    with pytest.raises(ResultError) as info:
+        download_result(f"{orch.files.url}/r.json", replace(orch.settings, outbound_allow_loopback=False))
+    assert info.value.permanent
+    assert info.value.reason == (
+        "result host 127.0.0.1 resolves to a loopback address; refused (OUTBOUND_ALLOW_LOOPBACK is off)"
     )
     assert orch.files.requests() == []
-    _, last = _complete_with(orch, f"{orch.files.url}/r.json", result_download_allow_http=False)
-    assert (
-        last.reason == "result handling failed: result URL is plain http; refused (RESULT_DOWNLOAD_ALLOW_HTTP is off)"
-    )
+    with pytest.raises(ResultError) as info:
+        download_result(f"{orch.files.url}/r.json", replace(orch.settings, outbound_allow_http=False))
+    assert info.value.reason == "result URL is plain http; refused (OUTBOUND_ALLOW_HTTP is off)"
+    assert orch.files.requests() == []
 
 
 @pytest.mark.parametrize("chunked", [False, True])

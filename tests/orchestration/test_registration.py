@@ -50,6 +50,11 @@ def _resolver(server: RegistrationServer, ttl: str = "60", clock: list[float] | 
             "REGISTRATION_API_URL": server.url,
             "REGISTRATION_CACHE_TTL_SECONDS": ttl,
             "SUBMIT_RETRY_DELAY_MS": "1",
+            # The registration API is a loopback http server; these registrations name these hosts.
+            "OUTBOUND_ALLOW_HTTP": "true",
+            "OUTBOUND_ALLOW_LOOPBACK": "true",
+            "EXTRACTOR_ALLOWED_HOSTS": "docsai.example,dbricks.example,loom:8080",
+            "ALLOW_EVENT_REGISTRATION": "true",
         }
     )
     now = clock if clock is not None else [0.0]
@@ -144,7 +149,9 @@ def test_registration_api_errors(registration: RegistrationServer) -> None:
 
 
 def test_token_from_a_setting() -> None:
-    s = OrchestrationSettings.from_env({"DataStorage": "UseDevelopmentStorage=true", "TOK": " abc "})
+    s = OrchestrationSettings.from_env(
+        {"DataStorage": "UseDevelopmentStorage=true", "TOK": " abc ", "EXTRACTOR_TOKEN_SETTINGS": "TOK,MISSING"}
+    )
     assert bearer_token(s, setting="TOK") == "abc"
     with pytest.raises(TokenError, match="the token setting MISSING is not set or blank"):
         bearer_token(s, setting="MISSING")

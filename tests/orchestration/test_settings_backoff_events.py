@@ -39,7 +39,10 @@ def test_defaults() -> None:
     )
     assert s.poll_jitter == "none"
     assert s.result_download_allowed_hosts == ()
-    assert s.result_download_allow_private is False
+    assert (s.outbound_allow_http, s.outbound_allow_loopback, s.allow_event_registration) == (False, False, False)
+    assert s.extractor_allowed_hosts == ()
+    assert s.extractor_token_settings == ("DOCSAI_TOKEN", "DBRICKS_TOKEN")
+    assert s.accepted_container == "accepted-files"
     assert s.uses_event_hub is False
     assert "UseDevelopmentStorage" not in repr(s)
 
@@ -48,7 +51,8 @@ def test_errors_name_every_bad_setting() -> None:
     env = {
         "FLUXX_EXTRACTOR_POLL_INTERVAL_MS": "ten",
         "SUBMIT_MAX_ATTEMPTS": "0",
-        "RESULT_DOWNLOAD_ALLOW_PRIVATE": "maybe",
+        "OUTBOUND_ALLOW_LOOPBACK": "maybe",
+        "EXTRACTOR_TOKEN_SETTINGS": "DOCSAI_TOKEN, AzureWebJobsStorage, EXTRACTOR_TOKENS, bad name",
         "POLL_JITTER": "half",
         "REGISTRATION_API_URL": "ftp://reg",
         "POLL_QUEUE": "Poll_Jobs",
@@ -63,7 +67,10 @@ def test_errors_name_every_bad_setting() -> None:
         "DataStorage: not set",
         "FLUXX_EXTRACTOR_POLL_INTERVAL_MS: must be an integer >= 0, got 'ten'",
         "SUBMIT_MAX_ATTEMPTS: must be an integer >= 1, got 0",
-        "RESULT_DOWNLOAD_ALLOW_PRIVATE: must be true or false, got 'maybe'",
+        "OUTBOUND_ALLOW_LOOPBACK: must be true or false, got 'maybe'",
+        "EXTRACTOR_TOKEN_SETTINGS: AzureWebJobsStorage holds a connection, key or another service's token",
+        "EXTRACTOR_TOKEN_SETTINGS: EXTRACTOR_TOKENS holds a connection, key or another service's token",
+        "EXTRACTOR_TOKEN_SETTINGS: 'bad name' is not an app setting name",
         "POLL_JITTER: must be one of none, full, got 'half'",
         "REGISTRATION_API_URL: must be an http(s) URL",
         "POLL_QUEUE: must be a queue/container name",

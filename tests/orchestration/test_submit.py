@@ -77,7 +77,10 @@ def test_timeouts_every_time_fail_the_job(make_orch: Any) -> None:
     orch.docsai.submit_script = [Reply(200, {}, delay_s=0.6)] * 3
     [outcome] = _submit(orch, orch.event("app-1"))
     assert outcome.state == JobState.FAILED
-    assert outcome.reason == "submission failed after 3 attempts (last: transport error ReadTimeout)"
+    assert outcome.reason == (
+        "submission failed after 3 attempts (last: transport error: no complete answer within the whole-call "
+        "timeout of 0.2 s)"
+    )
 
 
 @pytest.mark.parametrize(
