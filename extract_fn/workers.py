@@ -220,8 +220,30 @@ def _exit_description(returncode: int | None) -> str:
     return f"exit status {returncode}"
 
 
+# A worker's environment is this allowlist, never the service's whole environment: a parser tricked into reading
+# /proc/self/environ must find no token, connection string or key (EXTRACTOR_TOKENS, AzureWebJobsStorage,
+# DataStorage*, APPLICATIONINSIGHTS_CONNECTION_STRING, IDENTITY_*/MSI_*...). What is kept is what the interpreter and
+# the parsers read: where programs, libraries and temporary files are, the locale and time zone, the interpreter's
+# own PYTHON* switches, and the thread and allocator settings of the native libraries.
+CHILD_ENV_NAMES: Final = frozenset(
+    {
+        "PATH", "HOME", "TMPDIR", "TEMP", "TMP", "LD_LIBRARY_PATH",
+        "LANG", "LANGUAGE", "TZ", "TZDIR",
+        "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONPLATLIBDIR", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
+        "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8",
+        "PYTHONCOERCECLOCALE", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTHONTRACEMALLOC", "PYTHONDEVMODE",
+        "PYTHONMALLOC", "PYTHONINTMAXSTRDIGITS", "PYTHON_CPU_COUNT", "PYTHON_GIL",
+        "ARROW_DEFAULT_MEMORY_POOL", "ARROW_IO_THREADS", "ARROW_USER_SIMD_LEVEL",
+        "OMP_NUM_THREADS", "OMP_THREAD_LIMIT", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS",
+        "MALLOC_ARENA_MAX",
+    }
+)  # fmt: skip
+CHILD_ENV_PREFIXES: Final = ("LC_",)  # the locale categories (LC_ALL, LC_CTYPE...)
+
+
 def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
+    """The allowlisted environment of a worker process (``CHILD_ENV_NAMES``), plus what the child needs set."""
+    env = {k: v for k, v in os.environ.items() if k in CHILD_ENV_NAMES or k.startswith(CHILD_ENV_PREFIXES)}
     # The child imports exactly what the parent can (the app root, site-packages, a test's sys.path additions).
     paths = [os.path.abspath(p) for p in sys.path if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))

@@ -1,11 +1,9 @@
-"""Shared helpers for the OOXML formats (docx, pptx): safe XML parsing of package parts and relationships (and
-``SizedBuilder``, the size-aware artifact builder pdf, docx and pptx use).
+"""Shared helpers for the OOXML formats (docx, pptx): package parts and relationships (and ``SizedBuilder``, the
+size-aware artifact builder pdf, docx and pptx use).
 
-Parsing is lxml with ``resolve_entities=False``, ``no_network=True``, ``load_dtd=False`` and ``huge_tree=False``:
-no entity is ever expanded or fetched, and libxml2 keeps its own limits (nesting depth 256, 10 MB text nodes), so a
-hostile part fails as ``corrupt``. A part that declares internal entities (the billion-laughs shape; no real OOXML
-part has a DTD) is refused as ``resource_limit``; a part that only declares an external entity is read with the
-reference left out (never fetched).
+Every part is parsed by ``extract_fn.formats.safe_xml`` (the one XML parser of the extractor, xlsx's too): a part
+that declares a DTD (the billion-laughs shape, or one naming a file or URL) is ``corrupt`` before any parser sees it,
+and the parser itself can load nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from extract_fn.formats import safe_xml
 from extract_fn.formats.zipsafe import has_member, read_member
 from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
@@ -23,61 +22,10 @@ from shared.contract import ErrorCode, ExtractionError
 REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
 MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 
-_PARSER: Any = None
-
-
-def _parser() -> Any:
-    """The one XML parser (made on first use, so the pdf module can import this file without lxml)."""
-    global _PARSER  # noqa: PLW0603 - a per-process singleton
-    if _PARSER is None:
-        from lxml import etree
-
-        _PARSER = etree.XMLParser(
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            huge_tree=False,
-            remove_comments=True,
-            remove_pis=True,
-            collect_ids=False,
-        )
-    return _PARSER
-
-
-def parse_xml(data: bytes, part: str, kind: str) -> Any:
-    """The root element of a part, or the contract's error for a part that is not safe, well-formed XML."""
-    from lxml import etree
-
-    try:
-        root = etree.fromstring(data, _parser())
-    except etree.XMLSyntaxError as exc:
-        if "amplification" in str(exc) or "entity loop" in str(exc).lower():
-            raise ExtractionError(
-                ErrorCode.RESOURCE_LIMIT,
-                f"part {part} of the {kind} file expands XML entities past the parser's limit; entity expansion is "
-                "refused",
-            ) from None
-        raise ExtractionError(
-            ErrorCode.CORRUPT, f"part {part} of the {kind} file is not well-formed XML: {exc}"
-        ) from None
-    except (ValueError, MemoryError) as exc:
-        raise ExtractionError(ErrorCode.CORRUPT, f"part {part} of the {kind} file cannot be parsed: {exc}") from None
-    if root is None:
-        raise ExtractionError(ErrorCode.CORRUPT, f"part {part} of the {kind} file is empty")
-    dtd = root.getroottree().docinfo.internalDTD
-    if dtd is not None:
-        for entity in dtd.iterentities():
-            if entity.system_url is None:
-                raise ExtractionError(
-                    ErrorCode.RESOURCE_LIMIT,
-                    f"part {part} of the {kind} file declares XML entities ({entity.name}); entity expansion is "
-                    "refused",
-                )
-    return root
-
 
 def parse_part(zf: zipfile.ZipFile, name: str, kind: str) -> Any:
-    return parse_xml(read_member(zf, name, kind), name, kind)
+    """A part's root element, through the one safe XML parser (``safe_xml``: a part with a DTD is ``corrupt``)."""
+    return safe_xml.parse(read_member(zf, name, kind), name, kind)
 
 
 def local(tag: Any) -> str:

@@ -29,6 +29,7 @@ from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -202,6 +203,8 @@ class _Deck:
                     continue
                 try:
                     kind, text, attrs = self.shape(shape, rels)
+                except DtdRefused:
+                    raise
                 except ExtractionError as exc:
                     failures.append((n, exc.message))
                     continue
@@ -274,6 +277,8 @@ class _Deck:
                 continue
             try:
                 root = parse_part(self.zf, target, KIND)
+            except DtdRefused:
+                raise
             except ExtractionError:
                 return ""
             tree = _find(root, "cSld", "spTree")
@@ -350,7 +355,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
         try:
             deck.slide(number, part, False)
         except ExtractionError as exc:
-            if exc.code == ErrorCode.RESOURCE_LIMIT:
+            if exc.code == ErrorCode.RESOURCE_LIMIT or isinstance(exc, DtdRefused):  # the file, not the slide
                 raise
             builder.fail(f"slide {number}", exc.message)
             continue

@@ -6,8 +6,10 @@ slower still, by the issue's 8-15x, and loads ISO 29500 Strict workbooks with no
 
 * The package is opened with ``zipsafe`` (size and ratio limits; an OLE container is an encrypted workbook, answered
   ``corrupt`` saying so). Part names written with Windows backslashes are accepted; two parts with one name (content
-  smuggling) are ``corrupt``; any XML part that declares a DTD (the only way to an entity-expansion bomb) is
-  ``corrupt`` before any parser sees it; an unreadable root relationships part is ``corrupt``.
+  smuggling) are ``corrupt``; any XML part (every ``.xml`` and ``.rels`` part, and every part the workbook's
+  relationships name, which calamine reads whatever its extension) that declares a DTD is ``corrupt`` before any
+  parser sees it, with the one answer of ``safe_xml`` (docx and pptx give the same); an unreadable root
+  relationships part is ``corrupt``.
 * ``workbook.xml`` and its relationships are read here (namespace-agnostic, so Transitional, ISO 29500 Strict and
   odd prefixes alike) for the sheets, their states and kinds, and ``date1904``.
 * Cell values come from python-calamine, which applies the number formats: dates under the 1900 (with its 1900-02-29
@@ -49,6 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from extract_fn.formats import safe_xml
 from extract_fn.formats.base import ExtractRequest, no_gc
 from extract_fn.formats.table_values import (
     OutputBudget,
@@ -61,7 +64,7 @@ from extract_fn.formats.table_values import (
     report_cut,
     value_text,
 )
-from extract_fn.formats.zipsafe import open_package, read_member
+from extract_fn.formats.zipsafe import is_xml_name, open_package, part_name, read_member, refuse_member_dtd
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -69,10 +72,7 @@ PARSER: Final = "loom-xlsx"
 KIND: Final = "xlsx"
 MAX_FORMULAS: Final = 200
 MAX_MERGED: Final = 1_000
-PROLOG_BYTES: Final = 64 * 1024
 REL_OFFICE_DOCUMENT: Final = ("/officeDocument",)
-_DOCTYPE = re.compile(rb"<!\s*DOCTYPE", re.IGNORECASE)
-_DOCTYPE_UTF16 = ("<!DOCTYPE".encode("utf-16-le"), "<!DOCTYPE".encode("utf-16-be"))
 _PREFIX = rb"(?:[A-Za-z_][\w.-]*:)?"
 _ERROR_CELL = re.compile(
     rb"<" + _PREFIX + rb"c\s([^>]*?\bt\s*=\s*[\"']e[\"'][^>]*)>(.*?)</" + _PREFIX + rb"c>",
@@ -116,47 +116,29 @@ class Package:
         return read_member(self.zf, self.names[part], KIND)
 
 
-def _normalize(name: str) -> str:
-    return name.replace("\\", "/").lstrip("/")
-
-
 def open_workbook_package(data: bytes) -> Package:
     zf = open_package(data, KIND)
     names: dict[str, str] = {}
     seen: set[str] = set()  # OPC part names compare case-insensitively
     for info in zf.infolist():
-        norm = _normalize(info.filename)
+        norm = part_name(info.filename)
         if norm.lower() in seen:
             raise _corrupt(f"the xlsx package holds two parts named {norm!r}; refusing an ambiguous workbook")
         seen.add(norm.lower())
         names[norm] = info.filename
-    pkg = Package(zf, names)
-    for norm in names:
-        if norm.endswith((".xml", ".rels")):
-            _check_prolog(pkg, norm)
-    return pkg
+    for info in zf.infolist():  # before calamine or lxml reads a part
+        if is_xml_name(info.filename):
+            refuse_member_dtd(zf, info, KIND)
+    return Package(zf, names)
 
 
 def _check_prolog(pkg: Package, part: str) -> None:
-    """Refuse a part that declares a DTD: OOXML never does, and entity expansion bombs need one."""
-    info = pkg.zf.getinfo(pkg.names[part])
-    try:
-        with pkg.zf.open(info) as fh:
-            head = fh.read(PROLOG_BYTES)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
-        raise _corrupt(f"part {part} of the xlsx file cannot be read: {exc}") from None
-    if _DOCTYPE.search(head) or any(p in head for p in _DOCTYPE_UTF16):
-        raise _corrupt(f"part {part} of the xlsx file declares a DTD (an XML entity-expansion bomb?); refused")
+    """Refuse a part that declares a DTD (``safe_xml``), reading no further than its prolog."""
+    refuse_member_dtd(pkg.zf, pkg.zf.getinfo(pkg.names[part]), KIND)
 
 
 def _parse_xml(pkg: Package, part: str) -> Any:
-    from lxml import etree
-
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
-    try:
-        return etree.fromstring(pkg.read(part), parser)
-    except etree.XMLSyntaxError as exc:
-        raise _corrupt(f"part {part} of the xlsx file is not well-formed XML: {exc}") from None
+    return safe_xml.parse(pkg.read(part), part, KIND)
 
 
 def _local(tag: Any) -> str:
@@ -219,6 +201,9 @@ def read_workbook_info(pkg: Package) -> WorkbookInfo:
         raise _corrupt("the xlsx package has no workbook part (xl/workbook.xml)")
     root = _parse_xml(pkg, workbook_part)
     rels = _rels(pkg, workbook_part)
+    for _rtype, target in rels.values():  # calamine reads these whatever their names end with
+        if pkg.has(target) and not is_xml_name(target):
+            _check_prolog(pkg, target)
     info = WorkbookInfo()
     for el in root.iter():
         local = _local(el.tag)

@@ -3,6 +3,8 @@
 Sizes and compression ratios are checked from the central directory before anything is inflated, and every member
 is read through ``read_member`` which stops at the declared size, so a zip bomb costs a few bytes of reading and ends
 in ``resource_limit``. Encrypted OOXML (an OLE compound file, not a zip) is ``corrupt`` with a message that says so.
+``refuse_member_dtd`` checks a part for a DTD (``safe_xml``) without inflating more than its prolog: xlsx checks every
+XML part on opening, since calamine reads parts itself; docx and pptx parse every part through ``safe_xml.parse``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from extract_fn.formats import safe_xml
 from shared.contract import ErrorCode, ExtractionError
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -68,6 +71,25 @@ def open_package(data: bytes, kind: str, limits: ZipLimits = DEFAULT_LIMITS) -> 
     if total > limits.max_total_uncompressed:
         raise ExtractionError(ErrorCode.RESOURCE_LIMIT, f"the {kind} package inflates to {total} bytes, over the limit")
     return zf
+
+
+def part_name(filename: str) -> str:
+    """A member's part name: forward slashes, no leading "/" (Windows-written packages use backslashes)."""
+    return filename.replace("\\", "/").lstrip("/")
+
+
+def is_xml_name(filename: str) -> bool:
+    return filename.lower().endswith((".xml", ".rels"))
+
+
+def refuse_member_dtd(zf: zipfile.ZipFile, info: zipfile.ZipInfo, kind: str) -> None:
+    """``corrupt`` for a member that declares a DTD (``safe_xml.refuse_dtd``), inflating no more than its prolog."""
+    part = part_name(info.filename)
+    try:
+        with zf.open(info) as fh:
+            safe_xml.refuse_dtd(fh, part, kind)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+        raise ExtractionError(ErrorCode.CORRUPT, f"part {part} of the {kind} file cannot be read: {exc}") from None
 
 
 def read_member(zf: zipfile.ZipFile, name: str, kind: str) -> bytes:
