@@ -42,6 +42,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
+from extract_fn.crash_memory import CrashMemory
+
 if TYPE_CHECKING:
     from extract_fn.formats.base import ExtractRequest
 
@@ -65,6 +67,9 @@ _AS_HEADROOM: Final = 2 * 1024 * 1024 * 1024  # address space beyond the heap li
 _SERIALIZE_MEMORY_FACTOR: Final = 4
 _VALIDATE_MEMORY_FACTOR: Final = 16
 _ERROR_REPLY_MAX: Final = 64 * 1024
+# Room above the memory limit for building an error reply: a module that failed near the limit leaves the heap full,
+# and orjson crashes (SIGSEGV) rather than raising when an allocation fails.
+_ERROR_REPLY_HEADROOM: Final = 16 * 1024 * 1024
 
 DEFAULT_MAX_TASKS: Final = 500
 DEFAULT_STARTUP_TIMEOUT_S: Final = 30.0
@@ -285,6 +290,7 @@ class WorkerPool:
         self.startup_timeout_s = startup_timeout_s
         self.python = python
         self.stats = PoolStats()
+        self.crash_memory = CrashMemory()  # inputs that ended a worker lately: answered without one
         self._workers = [_Worker(i) for i in range(size)]
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         for w in self._workers:
@@ -450,6 +456,8 @@ class WorkerPool:
 
         if self._closed:
             raise PoolUnavailable("the worker pool is closed")
+        scope = (extractor, request.format, request.encoding, request.sql_dialect, self.max_output_bytes)
+        _recall_crash(self.crash_memory, scope, data)
         if w.proc is None or (w.ready and not w.alive()):  # never started, or died while idle (an OOM kill)
             self._replace(w)
             if w.proc is None:
@@ -497,7 +505,9 @@ class WorkerPool:
                 raise PoolUnavailable("the worker pool is closed") from None
             self._replace(w)
             log.warning("worker %d died during an extraction (%s)", w.index, _exit_description(returncode))
-            raise _death_error(returncode, self.memory_limit_bytes) from None
+            raise _remember_crash(
+                self.crash_memory, scope, data, _death_error(returncode, self.memory_limit_bytes)
+            ) from None
 
         with self._lock:
             self.stats.completed += 1
@@ -505,6 +515,8 @@ class WorkerPool:
             self._replace(w)
         if status in (STATUS_OK, STATUS_OK_RETIRE):
             return payload
+        if status == STATUS_ERROR_RETIRE:  # a MemoryError ended the worker too
+            _raise_reply(payload, lambda exc: _remember_crash(self.crash_memory, scope, data, exc))
         return _raise_reply(payload)
 
     def _spawn_quietly(self, w: _Worker) -> None:
@@ -534,6 +546,29 @@ def _death_error(returncode: int | None, memory_limit_bytes: int) -> Exception:
         f"the extraction ended its worker process ({_exit_description(returncode)}): the parser ran out "
         f"of memory ({limit}) or crashed on this file",
     )
+
+
+def _recall_crash(memory: CrashMemory, scope: tuple[object, ...], data: bytes) -> None:
+    """Raise what ``data`` got when it ended a worker lately (``extract_fn.crash_memory``), instead of a worker."""
+    from shared.contract import ExtractionError
+
+    found = memory.recall(scope, data)
+    if found is not None:
+        ago = max(0, round(time.monotonic() - found.at))
+        raise ExtractionError(
+            found.code,
+            f"{found.message} (this same file ended a worker process {ago} s ago; it is not tried again until "
+            f"{memory.ttl_s:g} s after that)",
+        )
+
+
+def _remember_crash(memory: CrashMemory, scope: tuple[object, ...], data: bytes, exc: Exception) -> Exception:
+    """``exc`` (the answer of an input that ended its worker), remembered for ``_recall_crash``."""
+    from shared.contract import ErrorCode, ExtractionError
+
+    if isinstance(exc, ExtractionError) and exc.code is ErrorCode.RESOURCE_LIMIT:
+        memory.remember(scope, data, exc.code.value, exc.message)
+    return exc
 
 
 def run_forked(
@@ -607,7 +642,8 @@ def run_forked(
     return _raise_reply(payload)
 
 
-def _raise_reply(payload: bytes) -> Any:
+def _raise_reply(payload: bytes, seen: Callable[[Exception], object] | None = None) -> Any:
+    """Raise the worker's error reply as an ``ExtractionError`` (``seen`` gets it first)."""
     import orjson
 
     from shared.contract import ErrorCode, ExtractionError
@@ -619,7 +655,10 @@ def _raise_reply(payload: bytes) -> Any:
         raise ExtractionError(ErrorCode.CORRUPT, "the worker sent an unreadable error") from None
     if doc.get("log"):
         log.error("%s", doc["log"])
-    raise ExtractionError(code, message)
+    exc = ExtractionError(code, message)
+    if seen is not None:
+        seen(exc)
+    raise exc
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -655,10 +694,32 @@ def _set_limits(memory_limit: int) -> None:
         resource.setrlimit(res, (value, hard))
 
 
+def _raise_data_limit(at_least: int) -> int:
+    """Raise the heap limit to ``at_least`` if it is lower; the limit it was (for ``_set_limits`` to restore)."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if soft != resource.RLIM_INFINITY and soft < at_least:
+        _set_limits(at_least)
+    return int(soft) if soft != resource.RLIM_INFINITY else at_least
+
+
 class _ChildState:
     def __init__(self, memory_limit: int) -> None:
         self.memory_limit = memory_limit
         self.extractors: dict[str, Callable[..., Any]] = {}
+        # The MemoryError reply is made now, not at the limit, where building it is what would fail.
+        self.memory_error_reply = _memory_error_reply(memory_limit)
+
+
+def _memory_error_reply(memory_limit: int) -> bytes:
+    import orjson
+
+    from shared.contract import ErrorCode
+
+    limit = f"{memory_limit // (1024 * 1024)} MiB" if memory_limit else "the machine's memory"
+    message = f"the extraction needed more memory than a worker may use ({limit})"
+    return orjson.dumps({"code": ErrorCode.RESOURCE_LIMIT.value, "message": message})
 
 
 def _resolve(state: _ChildState, path: str) -> Callable[..., Any]:
@@ -701,10 +762,18 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
     max_output = int(header["max_output_bytes"])
 
     def error(code: ErrorCode, message: str, status: int = STATUS_ERROR, log: str = "") -> tuple[int, bytes]:
-        doc = {"code": code.value, "message": _clean(message)[:2000]}
-        if log:  # for the service's log only, never for the client
-            doc["log"] = log[:20_000]
-        return status, orjson.dumps(doc)
+        # The module may have left the heap at the limit: room for the reply (never less than the limit in force).
+        restore = _raise_data_limit(state.memory_limit + _ERROR_REPLY_HEADROOM) if state.memory_limit > 0 else None
+        try:
+            doc = {"code": code.value, "message": _clean(message)[:2000]}
+            if log:  # for the service's log only, never for the client
+                doc["log"] = log[:20_000]
+            return status, orjson.dumps(doc)
+        except MemoryError:
+            return STATUS_ERROR_RETIRE, state.memory_error_reply
+        finally:
+            if restore is not None:
+                _set_limits(restore)
 
     try:
         fn = _resolve(state, header["extractor"])
@@ -776,13 +845,8 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
         return (STATUS_OK_RETIRE if len(out) > _RETIRE_AFTER_BYTES else STATUS_OK), out
     except ExtractionError as exc:
         return error(exc.code, exc.message)
-    except MemoryError:
-        limit = f"{state.memory_limit // (1024 * 1024)} MiB" if state.memory_limit else "the machine's memory"
-        return error(
-            ErrorCode.RESOURCE_LIMIT,
-            f"the extraction needed more memory than a worker may use ({limit})",
-            STATUS_ERROR_RETIRE,
-        )
+    except MemoryError:  # no allocation here: the heap may be at the limit (the reply was made in advance)
+        return STATUS_ERROR_RETIRE, state.memory_error_reply
     except RecursionError:
         return error(ErrorCode.CORRUPT, f"the file nests too deeply for the {fmt} parser (RecursionError)")
     except ImportError as exc:

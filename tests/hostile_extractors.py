@@ -82,6 +82,19 @@ def allocate_gradually(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         hoard.append(b"\x01" * (64 * 1024 * 1024))
 
 
+def exhaust_memory(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """Fills the heap to its last bytes (ever smaller steps) and raises MemoryError with all of it still held: the
+    worker then builds its error reply at the memory limit."""
+    hoard: list[bytearray] = []
+    for step in (64 << 20, 1 << 20, 64 << 10, 4096, 256, 16):
+        try:
+            while True:
+                hoard.append(bytearray(step))
+        except MemoryError:
+            pass
+    raise MemoryError
+
+
 def huge_output(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     """An artifact of about ``int(request.name)`` bytes (500 MB unless the name says otherwise)."""
     size = int(request.name) if request.name.isdigit() else 500 * 1000 * 1000

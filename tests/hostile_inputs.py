@@ -266,6 +266,87 @@ def many_statements_sql(size: int = 16_000_000) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Small files that cost a parser far more than their size (complexity caps and native-parser pre-checks)
+
+
+def nested_divs_markdown(depth: int = 100_000) -> bytes:
+    """An HTML block of ``depth`` nested ``<div>`` in Markdown (500 KB): markdown's HTML blocks get html's depth cap."""
+    return b"<div>" * depth + b"deep" + b"</div>" * depth + b"\n"
+
+
+def nested_brackets(depth: int = 1_000_000) -> bytes:
+    """A JSON-like array nested ``depth`` deep (2 MB for the default): ``[[[...1...]]]``."""
+    return b"[" * depth + b"1" + b"]" * depth + b"\n"
+
+
+def _pdf(objects: list[bytes]) -> bytes:
+    """A PDF of ``objects`` (numbered from 1; 1 is the catalog) with a classic xref table."""
+    out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _pdf_stream(body: bytes, extra: bytes = b"") -> bytes:
+    return b"<< /Length %d %s >>\nstream\n%s\nendstream" % (len(body), extra, body)
+
+
+def one_page_pdf(contents: bytes, *, kids: int = 1, contents_extra: bytes = b"") -> bytes:
+    """A PDF whose page tree lists page object 3 ``kids`` times; the page's content stream is ``contents``."""
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>"
+    )
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b"3 0 R " * kids, kids),
+            page,
+            _pdf_stream(contents, contents_extra),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+
+
+def repeated_page_pdf(times: int = 1_000_000) -> bytes:
+    """6 MB: a page tree that lists one page a million times."""
+    return one_page_pdf(b"BT /F1 12 Tf 72 720 Td (one page) Tj ET", kids=times)
+
+
+def flate_bomb_pdf(inflated_mib: int = 1024) -> bytes:
+    """1 MB: a page whose content stream inflates to ``inflated_mib`` MiB (pdfium aborts allocating it)."""
+    stream, _crc, _size = _repeated_deflate(b"BT /F1 12 Tf 72 720 Td (bomb) Tj ET\n", 0x20, inflated_mib, b"")
+    return one_page_pdf(zlib_wrap(stream), contents_extra=b"/Filter /FlateDecode")
+
+
+def zlib_wrap(raw_deflate: bytes) -> bytes:
+    """A raw deflate stream with the zlib header and a (wrong: never checked before the end) Adler-32 trailer."""
+    return b"\x78\xda" + raw_deflate + b"\x00\x00\x00\x00"
+
+
+def many_text_operators_pdf(count: int = 3_000_000) -> bytes:
+    """30 KB: one page of ``count`` text-showing operators, compressed."""
+    return one_page_pdf(
+        zlib.compress(b"BT /F1 1 Tf " + b"(a) Tj " * count + b"ET", 9), contents_extra=b"/Filter /FlateDecode"
+    )
+
+
+def far_corners_xlsx() -> bytes:
+    """A few KB: cells at A1 and XFD1048576, a bounding box of 17 billion cells (calamine aborts allocating 512 GiB)."""
+    cells = (
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>first</t></is></c></row>'
+        '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>last</t></is></c></row>'
+    )
+    return zip_parts(xlsx_parts(xlsx_sheet_xml(cells)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # XML entity expansion (billion laughs)
 
 

@@ -104,7 +104,8 @@ def test_hostile_extractor_then_next_request(
 
 
 def test_messages_say_what_happened(solo: WorkerPool) -> None:
-    msg = _error(solo, "allocate_10gb").message
+    # Bytes no earlier test sent: the pool remembers an input that ended a worker (extract_fn/crash_memory.py).
+    msg = _error(solo, "allocate_10gb", b"not sent before\n").message
     assert msg == "the extraction needed more memory than a worker may use (512 MiB)"
     msg = _error(solo, "exit_hard").message
     assert msg.startswith("the extraction ended its worker process (exit status 1)")

@@ -1065,7 +1065,11 @@ def _run(tree: LexborHTMLParser, walker: _Walker) -> None:
 
 
 def visible_text(html: str) -> str:
-    """What an HTML fragment shows, its blocks' texts joined by newlines (for Markdown's HTML blocks)."""
+    """What an HTML fragment shows, its blocks' texts joined by newlines (for Markdown's HTML blocks).
+
+    The fragment gets the same depth cap as a whole document (``MAX_NESTING_DEPTH``): tags nested deeper are read
+    as plain text containers, so a Markdown file of nested ``<div>`` costs what the html format costs for it."""
+    html, _ = _flatten_deep_nesting(html)
     tree = LexborHTMLParser(html)
     builder = ArtifactBuilder("html", parser=PARSER, parser_version=PARSER_VERSION, unit="chars")
     walker = _Walker(builder, OutputBudget(1 << 62), None, None)

@@ -166,6 +166,45 @@ _NEEDS_INLINE: Final = re.compile(r"[\\`*_\[\]!<&]|[ \t]\n|\n[ \t]")
 _INLINE_CHAR: Final = re.compile(r"[\\`*_\[\]!<&]")  # _NEEDS_INLINE's first half, which a regex scans 4x faster alone
 
 
+# markdown-it's link rule reads a link's text by skipping every token inside it, and each ``[`` inside starts the
+# same search again up to maxNesting levels down: inline content whose brackets nest N deep costs about
+# N x min(N, MAX_NESTING) token skips (1,000,000 nested ``[``, a JSON-like file sent as Markdown: minutes). Links
+# cannot contain links, so brackets nested this deep are no real document's: such content is read with the link
+# and image rules off (its brackets are text), and the artifact says so (``LINKS_NOT_PARSED``).
+MAX_BRACKET_NESTING: Final = 32
+_BRACKET: Final = re.compile(r"[\[\]]")
+_LITERAL_BRACKETS_KEY: Final = "loom_literal_brackets"
+LINKS_NOT_PARSED: Final = (
+    "{count} paragraph(s) nest square brackets deeper than {limit} levels: their brackets were read as text, "
+    "not as links or images"
+)
+
+
+def _brackets_nest_deeply(content: str) -> bool:
+    """Whether ``content``'s square brackets (unmatched ``[`` included) nest deeper than ``MAX_BRACKET_NESTING``."""
+    if content.count("[") <= MAX_BRACKET_NESTING:
+        return False
+    depth = 0
+    for m in _BRACKET.finditer(content):
+        if m.group() == "[":
+            depth += 1
+            if depth > MAX_BRACKET_NESTING:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
+@functools.cache
+def _parser_without_links() -> MarkdownIt:
+    """The inline parser for content whose brackets nest too deeply (``MAX_BRACKET_NESTING``)."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING})
+    md.inline.ruler.disable(["link", "image"])
+    return md
+
+
 def inline_text(content: str, env: dict[str, Any]) -> str:
     """The plain text of an inline token's content: markdown-it's inline parse (with the document's env, for
     reference links), its markers dropped. Content with no inline syntax (``_NEEDS_INLINE``) skips the parse."""
@@ -174,6 +213,9 @@ def inline_text(content: str, env: dict[str, Any]) -> str:
     ):
         return content
     md = _parser()
+    if _brackets_nest_deeply(content):
+        md = _parser_without_links()
+        env[_LITERAL_BRACKETS_KEY] = env.get(_LITERAL_BRACKETS_KEY, 0) + 1
     children: list[Token] = []
     md.inline.parse(content, md, env, children)
     return _render_inline(children)
@@ -1009,5 +1051,8 @@ def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict
             builder.fail(line_ranges_label(first, last), reason)
         elif n_entry == MAX_FAILED_ENTRIES:
             builder.fail("more line ranges", reason)
+    literal = env.get(_LITERAL_BRACKETS_KEY, 0)
+    if literal:
+        builder.warn(LINKS_NOT_PARSED.format(count=literal, limit=MAX_BRACKET_NESTING))
     builder.coverage(total=total, extracted=max(0, total - failed_lines))
     return builder.build()

@@ -64,6 +64,7 @@ import pypdfium2.raw as R
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.ooxml_text import SizedBuilder
+from extract_fn.formats.pdf_streams import check_streams
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_OCR, ErrorCode, ExtractionError
 
@@ -76,6 +77,11 @@ DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
 
 MAX_OUTLINE_ENTRIES = 10_000
+# Checked before pdfium works on the file (pdf_streams; pdfium aborts the process on a failed allocation):
+MAX_PAGES = 20_000  # ~35 s of this module at doc200.pdf's 1.75 ms a page; a page tree can list one page 1,000,000x
+MAX_STREAM_BYTES = 256 * 1024 * 1024  # one stream, inflated (pdfium inflates a content stream whole)
+MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all compressed streams, inflated (bounds this check's own time, ~2 s)
+MAX_TEXT_OPERATORS = 500_000  # per content stream (3,000,000 on one page ran a worker out of memory after 15 s)
 MAX_PATH_OBJECTS = 20_000  # per page, for table detection; past it the page's ruling lines are ignored
 MAX_PATH_SEGMENTS = 200_000
 MAX_FORM_DEPTH = 6
@@ -175,9 +181,23 @@ class PageResult:
 
 
 def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    problem = check_streams(
+        data,
+        max_stream_bytes=MAX_STREAM_BYTES,
+        max_total_bytes=MAX_INFLATED_BYTES,
+        max_text_operators=MAX_TEXT_OPERATORS,
+    )
+    if problem is not None:
+        raise ExtractionError(ErrorCode.RESOURCE_LIMIT, problem.message)
     pdf = _open(data)
     try:
         n_pages = len(pdf)
+        if n_pages > MAX_PAGES:
+            raise ExtractionError(
+                ErrorCode.RESOURCE_LIMIT,
+                f"the PDF lists {n_pages:,} pages, over this service's limit of {MAX_PAGES:,} pages per file; "
+                "split it into smaller files",
+            )
         builder = SizedBuilder(
             "pdf", parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options()
         )

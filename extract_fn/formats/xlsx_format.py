@@ -64,6 +64,7 @@ from extract_fn.formats.table_values import (
     report_cut,
     value_text,
 )
+from extract_fn.formats.xlsx_extent import box_cells
 from extract_fn.formats.zipsafe import is_xml_name, open_package, part_name, read_member, refuse_member_dtd
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -72,6 +73,11 @@ PARSER: Final = "loom-xlsx"
 KIND: Final = "xlsx"
 MAX_FORMULAS: Final = 200
 MAX_MERGED: Final = 1_000
+# calamine allocates a sheet's whole bounding box (first to last cell, 32 bytes a cell) and aborts the process when
+# that fails; a box past this many cells is refused from the sheet XML before calamine sees it (xlsx_extent). 2**25:
+# 32 columns of all 1,048,576 rows, or all 16,384 columns of 2,048 rows (1 GiB in calamine, 256 MiB more in Python),
+# within the default 2 GiB worker limit; and above xlsx_extent's NARROW_BOX, so columns A-Z never need the exact scan.
+MAX_SHEET_CELLS: Final = 1 << 25
 REL_OFFICE_DOCUMENT: Final = ("/officeDocument",)
 _PREFIX = rb"(?:[A-Za-z_][\w.-]*:)?"
 _ERROR_CELL = re.compile(
@@ -404,6 +410,17 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         if typ != "worksheet":
             (chartsheets if typ == "chartsheet" else other_sheets).append(name)
             continue
+        xml = b""
+        if info is not None and info.part and pkg.has(info.part):
+            xml = pkg.read(info.part)
+        cells = box_cells(xml, MAX_SHEET_CELLS)
+        if cells is not None:
+            raise ExtractionError(
+                ErrorCode.RESOURCE_LIMIT,
+                f"sheet {name!r} spans {cells:,} cells from its first to its last cell, over this service's limit of "
+                f"{MAX_SHEET_CELLS:,} cells per sheet (a stray cell far from the data does this: delete the empty "
+                "rows and columns in between, or move it)",
+            )
         try:
             sheet = book.get_sheet_by_name(name)
             grid = sheet.to_python(skip_empty_area=True)
@@ -414,9 +431,6 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             raise _corrupt(
                 f"sheet {name!r} of the xlsx workbook cannot be read: {' '.join(str(exc).split())[:300]}"
             ) from None
-        xml = b""
-        if info is not None and info.part and pkg.has(info.part):
-            xml = pkg.read(info.part)
         total, kept = _add_sheet(
             builder, budget, request=request, name=name, state=state, grid=grid, start=start, merged=merged, xml=xml
         )

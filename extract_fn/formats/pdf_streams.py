@@ -1,0 +1,100 @@
+"""A pass over a PDF's compressed streams before pdfium sees the file: inflated sizes and text operators, bounded.
+
+pdfium inflates a page's content stream whole and aborts the process when an allocation fails (a 1 MB file whose
+content stream inflates to 1 GiB), and a page of millions of text-showing operators runs the worker out of memory
+after many seconds. Streams are never inside object streams, so every one is found by its ``stream`` keyword in the
+file's bytes, whatever the xref looks like. Each ``FlateDecode`` stream is inflated here piece by piece (nothing is
+kept) until it ends or passes a limit, and its text-showing operators (``Tj``, ``TJ``, ``'``, ``"``) are counted on
+the way (an approximation that can only count high: the same bytes inside a string count too); a stream stored
+without a filter has its operators counted as it is.
+
+Not checked: image streams (a dictionary with ``/Subtype /Image`` and a ``/Width``; pdfium does not decode them to
+read text), streams whose first filter is not Flate, and encrypted files (their streams do not inflate as they are).
+What slips through is still contained by the worker (a crash costs one worker and is remembered by the pool).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Final
+
+_STREAM: Final = re.compile(rb"(?<!end)stream(?:\r\n|\n|\r)")
+_DICT_WINDOW: Final = 4096  # bytes before ``stream`` searched for its dictionary
+_FLATE_FIRST: Final = re.compile(rb"/Filter\s*(?:\[\s*)?/(?:FlateDecode|Fl)\b")
+_IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
+_WIDTH: Final = re.compile(rb"/Width\s+\d")
+_IN_CHUNK: Final = 64 * 1024
+_OUT_CHUNK: Final = 4 * 1024 * 1024
+_TEXT_OPERATORS: Final = (b"Tj", b"TJ", b"'", b'"')
+
+
+@dataclass(frozen=True, slots=True)
+class StreamProblem:
+    """Why the file is refused: ``message`` says what and the limit."""
+
+    message: str
+
+
+def _dictionary(data: bytes, start: int) -> bytes:
+    """The bytes between the last ``obj`` keyword before ``start`` and ``start`` (the stream's dictionary)."""
+    window = data[max(0, start - _DICT_WINDOW) : start]
+    at = window.rfind(b"obj")
+    return window[at:] if at >= 0 else window
+
+
+def check_streams(
+    data: bytes, *, max_stream_bytes: int, max_total_bytes: int, max_text_operators: int
+) -> StreamProblem | None:
+    """The first limit a compressed stream of ``data`` passes once inflated, or None."""
+    total = 0
+    for number, m in enumerate(_STREAM.finditer(data), start=1):
+        head = _dictionary(data, m.start())
+        if _IMAGE.search(head) and _WIDTH.search(head):
+            continue
+        if b"/Filter" not in head:  # stored as is: only its operators can be too many
+            end = data.find(b"endstream", m.end())
+            raw = data[m.end() : end if end >= 0 else len(data)]
+            if sum(raw.count(op) for op in _TEXT_OPERATORS) > max_text_operators:
+                return _too_many_operators(number, max_text_operators)
+            continue
+        if not _FLATE_FIRST.search(head):
+            continue
+        inflater = zlib.decompressobj()
+        size = operators = 0
+        pos = m.end()
+        pending = b""
+        while not inflater.eof:
+            if not pending:
+                if pos >= len(data):
+                    break
+                pending, pos = data[pos : pos + _IN_CHUNK], pos + _IN_CHUNK
+            try:
+                out = inflater.decompress(pending, _OUT_CHUNK)
+            except zlib.error:
+                break  # damaged, or encrypted: pdfium decides
+            pending = inflater.unconsumed_tail
+            size += len(out)
+            total += len(out)
+            operators += sum(out.count(op) for op in _TEXT_OPERATORS)
+            if size > max_stream_bytes:
+                return StreamProblem(
+                    f"compressed stream {number} of the PDF inflates to more than {max_stream_bytes:,} bytes, "
+                    "over this service's limit (a decompression bomb?)"
+                )
+            if total > max_total_bytes:
+                return StreamProblem(
+                    f"the PDF's compressed streams inflate to more than {max_total_bytes:,} bytes in all, over this "
+                    "service's limit"
+                )
+            if operators > max_text_operators:
+                return _too_many_operators(number, max_text_operators)
+    return None
+
+
+def _too_many_operators(number: int, limit: int) -> StreamProblem:
+    return StreamProblem(
+        f"stream {number} of the PDF holds more than {limit:,} text operators, over this service's limit for one "
+        "content stream"
+    )

@@ -1,0 +1,202 @@
+"""Small hostile files answered in seconds by cheap pre-checks and complexity caps, never by the timeout, and without
+the native-parser crash that was their old outcome (issue 13).
+
+The real format modules run in a worker pool with a generous time limit: an answer of ``timeout`` fails a test
+(the limit is the oracle, never an elapsed time), and ``pool.stats.replaced`` shows whether a worker died.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from extract_fn.formats import MODULES
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.pdf_format import MAX_PAGES, MAX_STREAM_BYTES, MAX_TEXT_OPERATORS
+from extract_fn.formats.xlsx_extent import box_cells
+from extract_fn.formats.xlsx_format import MAX_SHEET_CELLS
+from extract_fn.workers import WorkerPool
+from shared.artifact import validate_artifact
+from shared.contract import ErrorCode, ExtractionError
+from tests import hostile_inputs as hi
+
+MIB = 1024 * 1024
+# ~10x the slowest of these answers on a loaded 2-core machine (3 s), and well under what each input cost before
+# its check (30 s to minutes): a timeout here is the old behaviour, and fails the test.
+GENEROUS_TIMEOUT_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[WorkerPool]:
+    with WorkerPool(1, timeout_s=GENEROUS_TIMEOUT_S, memory_limit_bytes=2048 * MIB, max_output_bytes=64 * MIB) as p:
+        yield p
+
+
+def _run(pool: WorkerPool, fmt: str, data: bytes) -> bytes:
+    return pool.run_sync(MODULES[fmt] + ":extract", data, ExtractRequest(format=fmt, max_output_bytes=64 * MIB))
+
+
+def _refused(pool: WorkerPool, fmt: str, data: bytes) -> ExtractionError:
+    """The file is refused (any code but timeout) and its worker survived."""
+    replaced = pool.stats.replaced
+    with pytest.raises(ExtractionError) as info:
+        _run(pool, fmt, data)
+    err = info.value
+    assert err.code is not ErrorCode.TIMEOUT, err.message
+    assert pool.stats.replaced == replaced, f"a worker died: {err.message}"
+    assert "Traceback" not in err.message
+    assert "/tmp" not in err.message  # nothing about the host
+    return err
+
+
+def _artifact(pool: WorkerPool, fmt: str, data: bytes) -> dict[str, Any]:
+    replaced = pool.stats.replaced
+    raw = _run(pool, fmt, data)  # a timeout raises here and fails the test
+    validate_artifact(raw, format=fmt, original_size=len(data))
+    assert pool.stats.replaced == replaced
+    artifact: dict[str, Any] = orjson.loads(raw)
+    return artifact
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Complexity caps: an artifact, at once
+
+
+def test_markdown_html_block_of_300000_nested_divs_gets_the_html_depth_cap(pool: WorkerPool) -> None:
+    """3.3 MB; Lexbor's cost grows with depth squared (100,000 took 11-30 s here, 300,000 minutes) before markdown's
+    HTML blocks got the html format's MAX_NESTING_DEPTH."""
+    data = hi.nested_divs_markdown(300_000)
+    artifact = _artifact(pool, "markdown", data)
+    assert [b["text"] for b in artifact["blocks"]] == ["deep"]
+    assert artifact["blocks"][0]["attrs"]["html"] is True
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "toml", "sql"])
+def test_a_2_mb_json_like_file_of_nested_brackets(pool: WorkerPool, fmt: str) -> None:
+    """1,000,000 nested ``[``: markdown's link rule re-scanned each one ~100 levels down (minutes); now its
+    brackets are text, and the artifact says so. The other text formats answer as they did, in seconds."""
+    data = hi.nested_brackets(1_000_000)
+    if fmt == "toml":
+        assert _refused(pool, fmt, data).code is ErrorCode.CORRUPT  # not TOML at all
+        return
+    artifact = _artifact(pool, fmt, data)
+    assert artifact["blocks"], artifact["coverage"]
+    if fmt == "markdown":
+        assert artifact["blocks"][0]["text"].startswith("[[[[")
+        assert any("square brackets" in w for w in artifact["warnings"]), artifact["warnings"]
+
+
+def test_markdown_links_still_parse_beside_the_bracket_cap(pool: WorkerPool) -> None:
+    data = b"[a [b] c](http://x.example) and ![img [x]](y.png)\n\n" + b"[" * 40 + b" forty open brackets\n"
+    artifact = _artifact(pool, "markdown", data)
+    assert [b["text"] for b in artifact["blocks"]] == ["a [b] c and img [x]", "[" * 40 + " forty open brackets"]
+    assert artifact["warnings"] == [
+        "1 paragraph(s) nest square brackets deeper than 32 levels: their brackets were read as text, not as links "
+        "or images"
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pre-checks before a native parser: resource_limit, no crash
+
+
+def test_a_pdf_whose_page_tree_lists_one_page_a_million_times(pool: WorkerPool) -> None:
+    err = _refused(pool, "pdf", hi.repeated_page_pdf(1_000_000))
+    assert err.code is ErrorCode.RESOURCE_LIMIT
+    assert err.message == (
+        f"the PDF lists 1,000,000 pages, over this service's limit of {MAX_PAGES:,} pages per file; split it into "
+        "smaller files"
+    )
+
+
+def test_a_pdf_flate_bomb_is_refused_before_pdfium_aborts(pool: WorkerPool) -> None:
+    """1 MB inflating to 1 GiB: pdfium aborted the worker (SIGABRT) allocating it."""
+    err = _refused(pool, "pdf", hi.flate_bomb_pdf(1024))
+    assert err.code is ErrorCode.RESOURCE_LIMIT
+    assert f"inflates to more than {MAX_STREAM_BYTES:,} bytes" in err.message
+
+
+def test_a_pdf_page_of_3_million_text_operators(pool: WorkerPool) -> None:
+    """30 KB: the worker ran out of memory after ~15 s (pdfium aborts on some variants)."""
+    err = _refused(pool, "pdf", hi.many_text_operators_pdf(3_000_000))
+    assert err.code is ErrorCode.RESOURCE_LIMIT
+    assert f"more than {MAX_TEXT_OPERATORS:,} text operators" in err.message
+
+
+def test_a_small_pdf_under_every_pre_check_still_extracts(pool: WorkerPool) -> None:
+    data = hi.one_page_pdf(b"BT /F1 12 Tf 72 720 Td (" + b"one page " * 3 + b") Tj ET", kids=1)
+    artifact = _artifact(pool, "pdf", data)
+    assert artifact["coverage"]["extracted"] == 1
+    assert "one page" in artifact["blocks"][0]["text"]
+
+
+def test_an_xlsx_whose_cells_span_a1_to_xfd1048576_is_refused_before_calamine_aborts(pool: WorkerPool) -> None:
+    """1.6 KB: calamine aborted the worker allocating 512 GiB for the sheet's bounding box."""
+    err = _refused(pool, "xlsx", hi.far_corners_xlsx())
+    assert err.code is ErrorCode.RESOURCE_LIMIT
+    assert err.message.startswith(
+        f"sheet 'Sheet1' spans 17,179,869,184 cells from its first to its last cell, over this service's limit of "
+        f"{MAX_SHEET_CELLS:,} cells per sheet"
+    )
+
+
+def test_a_sheet_whose_dimension_element_alone_claims_the_whole_grid_is_read(pool: WorkerPool) -> None:
+    """The <dimension> element is the writer's claim, not where cells are: it is not what the check reads."""
+    sheet = hi.xlsx_sheet_xml(hi.inline_row(1, "name") + hi.inline_row(2, "v")).replace(
+        "<sheetData>", '<dimension ref="A1:XFD1048576"/><sheetData>'
+    )
+    artifact = _artifact(pool, "xlsx", hi.zip_parts(hi.xlsx_parts(sheet)))
+    assert artifact["tables"][0]["rows"] == [["v"]]
+
+
+LIMIT = MAX_SHEET_CELLS
+
+
+def _c(ref: str = "", sep: str = " ") -> bytes:
+    """A cell holding a value (``<c r="A1"><v>1</v></c>``; no ``r`` when ``ref`` is empty)."""
+    attr = f'{sep}r="{ref}"' if ref else ""
+    return f"<c{attr}><v>1</v></c>".encode()
+
+
+FAR = 16_384 * 1_048_576
+
+
+@pytest.mark.parametrize(
+    ("xml", "cells"),
+    [
+        (b'<row r="1">' + _c("A1") + b'</row><row r="1048576">' + _c("XFD1048576") + b"</row>", FAR),
+        # cells placed by position (no r): a far row, then a row of 16,384 cells
+        (b'<row r="1">' + _c() + b'</row><row r="1048576">' + _c() * 16_384 + b"</row>", FAR),
+        (b'<row r="1"><c r = "XFD1"><v>1</v></c></row><row r=\'1048576\'>' + _c("A1048576") + b"</row>", FAR),
+        (_c("XFD1", sep="\t") + _c("A1048576"), FAR),
+        (b'<x:row r="1"><x:c r="XFD1"><x:v>1</x:v></x:c></x:row><x:c r="A1048576"><x:v>1</x:v></x:c>', FAR),
+        (_c("A1") + _c("AG1048576"), 33 * 1_048_576),
+        # within the limit: None
+        (_c("A1") + _c("AF1048576"), None),
+        (_c("A1") + _c("Z999999"), None),
+        (_c("B2") + _c("ZZ9999"), None),
+        (_c("A1"), None),
+        (b"", None),
+        # styled cells without a value are not in calamine's box (the corpus's gnumeric file has them far out)
+        (_c("A1") + b'<c r="XFD1048576" s="1"/>' + b'<c r="AAA1048574" s="1"/>', None),
+    ],
+)
+def test_box_cells(xml: bytes, cells: int | None) -> None:
+    assert box_cells(xml, LIMIT) == cells
+
+
+def test_box_cells_takes_the_fast_path_on_the_benchmark_shape() -> None:
+    """A dense 10-column sheet (the standard benchmark's shape) is proven within the limit by the plain scan."""
+    rows = "".join(hi.inline_row(r, *(f"v{r}" for _ in range(10))) for r in range(1, 2001))
+    xml = hi.xlsx_sheet_xml(rows).encode()
+    from extract_fn.formats import xlsx_extent
+
+    assert xlsx_extent._within_tiers(xml, LIMIT)
+    assert box_cells(xml, LIMIT) is None
+    with zipfile.ZipFile(io.BytesIO(hi.far_corners_xlsx())) as zf:
+        assert not xlsx_extent._within_tiers(zf.read(hi.XLSX_SHEET), LIMIT)
