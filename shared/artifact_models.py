@@ -94,7 +94,7 @@ class Artifact(_Model):
         return orjson.dumps(self.to_dict())
 
 
-# Model building at C speed: each model's slots set through their descriptors (what _construct does), a chunk at a
+# Model building at C speed (shared.artifact.build): each model's slots set through their descriptors, a chunk at a
 # time with map (about 40% less than object.__setattr__, which looks the name up each time).
 SET_DICT: Final = BaseModel.__dict__["__dict__"].__set__
 SET_FIELDS_SET: Final = BaseModel.__dict__["__pydantic_fields_set__"].__set__

@@ -16,6 +16,9 @@ import pydantic
 import pytest
 
 import shared.artifact as artifact_module
+import shared.artifact.cells as cells_module
+import shared.artifact.check as check_module
+import shared.artifact.fast as fast_module
 from shared.artifact import (
     Artifact,
     InvalidArtifact,
@@ -442,26 +445,25 @@ PASSES: list[tuple[str, Mutation]] = [
 ]
 
 
-@pytest.fixture(params=["chunked", "chunks of 1", "one by one", "careful"])
+@pytest.fixture(params=["fast", "chunks of 1", "careful"])
 def fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test through each way the validator can go, which must all agree on every verdict and every model:
 
-    - chunked: orjson data (bytes) is checked a chunk of blocks at a time, a field at a time, and a table a chunk of
-      rows at a time, each column of it as a whole;
-    - chunks of 1: the same with one block and one row a chunk, so every boundary between chunks is crossed;
-    - one by one: every block meets the per-block fast test (tables as chunked);
-    - careful: every block and every cell takes the careful path, which reports each violation at its path.
+    - fast: bytes are decoded by the types generated from the rules (every field's type and bounds), and the rules
+      across fields are tested over the decoded artifact a field at a time, a table a chunk of rows at a time, each
+      column of it as a whole; what does not pass goes to the checker;
+    - chunks of 1: the same with one row a chunk, so every boundary between chunks is crossed;
+    - careful: every artifact goes to the checker, and every cell is looked at one by one, each violation at its
+      path.
 
-    Dict input always goes one by one."""
+    Dict input always goes to the checker."""
     mode = str(request.param)
     if mode == "chunks of 1":
-        monkeypatch.setattr(artifact_module, "_BLOCK_CHUNK", 1)
-        monkeypatch.setattr(artifact_module, "_ROW_CHUNK", 1)
-    if mode in ("one by one", "careful"):
-        monkeypatch.setattr(artifact_module._Checker, "_blocks_fast", lambda self, chunk, ids, out: False)
+        monkeypatch.setattr(check_module, "ROW_CHUNK", 1)
+        monkeypatch.setattr(fast_module, "ROW_CHUNK", 1)
     if mode == "careful":
-        monkeypatch.setattr(artifact_module._Checker, "locator_ok", lambda self, loc: False)
-        monkeypatch.setattr(artifact_module, "_column_ok", lambda col, ctype, known: False)
+        monkeypatch.setattr(artifact_module, "FAST_PATH", False)
+        monkeypatch.setattr(cells_module, "column_ok", lambda col, ctype, known: False)
     return mode
 
 
@@ -618,7 +620,7 @@ def test_a_date_is_a_real_day_as_the_standard_library_reads_one() -> None:
                     real = True
                 except ValueError:
                     real = False
-                if artifact_module._is_date(text) != real or artifact_module._is_datetime(text + "T10:20:30") != real:
+                if cells_module.is_date(text) != real or cells_module.is_datetime(text + "T10:20:30") != real:
                     disagree.append(text)
     assert disagree == []
 
@@ -644,8 +646,8 @@ def test_a_cell_text_holding_a_line_break_or_nothing(ctype: str, value: str, via
     assert paths(doc if via == "dict" else to_bytes(doc)) == ["tables[0].rows[2][0]"]
 
 
-BIG_ROWS = 2 * artifact_module._ROW_CHUNK + 500  # fixed at import: a test may make the chunks smaller
-BIG_BLOCKS = 2 * artifact_module._BLOCK_CHUNK + 300
+BIG_ROWS = 2 * check_module.ROW_CHUNK + 500  # fixed at import: a test may make the chunks smaller
+BIG_BLOCKS = 4396  # as many as the validator once took in two chunks and more
 BIG_COLUMNS = [
     ("n", "number"),
     ("s", "string"),
@@ -759,8 +761,8 @@ def test_many_blocks_are_checked_in_chunks(monkeypatch: pytest.MonkeyPatch) -> N
     assert len(chunked.blocks) == n
     assert chunked.to_dict() == json.loads(raw)
     check_artifact(raw, format="xlsx", original_size=SIZE)
-    with monkeypatch.context() as patch:  # the same artifact, every block one by one: the very same models
-        patch.setattr(artifact_module._Checker, "_blocks_fast", lambda self, chunk, ids, out: False)
+    with monkeypatch.context() as patch:  # the same artifact through the checker: the very same models
+        patch.setattr(artifact_module, "FAST_PATH", False)
         one_by_one = validate_artifact(raw, format="xlsx", original_size=SIZE)
     assert _models(chunked) == _models(one_by_one)
     assert chunked.blocks[0].attrs == chunked.blocks[1].attrs == {}  # left out: each block's own empty dict
@@ -1170,10 +1172,53 @@ def test_check_artifact_does_not_import_pydantic() -> None:
     assert out.stdout.strip() == b"False"
 
 
-def test_the_checkers_field_names_are_the_models() -> None:
+def test_the_rules_field_names_are_the_models() -> None:
     import shared.artifact as checker
-    from shared.artifact_models import Locator, Table
+    import shared.artifact_models as models
+    from shared.artifact.rules import DEFAULTS, LOCATOR, SHAPES
 
-    assert tuple(Locator.model_fields) == checker._LOCATOR_FIELD_NAMES
-    assert tuple(Table.model_fields) == checker._TABLE_FIELD_NAMES
+    for shape in SHAPES:
+        model = getattr(models, shape.model)
+        assert set(model.model_fields) == shape.names, shape.model
+        optional = {f.name for f in shape.fields if f.optional}
+        assert {n for n, f in model.model_fields.items() if not f.is_required()} == optional, shape.model
+        assert set(DEFAULTS.get(shape.model, {})) | ({"attrs"} & optional) == optional, shape.model
+    assert tuple(models.Locator.model_fields) == LOCATOR.order
     assert checker.Artifact is type(validate_artifact(CONTRACT_EXAMPLE, format="toml", original_size=SIZE))
+
+
+def test_a_valid_artifact_passes_the_fast_path_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoder's types and the rules across fields pass a valid artifact without the checker's second look."""
+
+    def careful(*args: Any) -> None:
+        raise AssertionError("the checker looked again at a valid artifact")
+
+    monkeypatch.setattr(artifact_module, "_careful", careful)
+    for raw, fmt in (
+        (to_bytes(base()), "xlsx"),
+        (CONTRACT_EXAMPLE, "toml"),
+        (to_bytes(_many_blocks(BIG_BLOCKS)), "xlsx"),
+        (to_bytes(_big_table(BIG_ROWS)), "xlsx"),
+    ):
+        art = validate_artifact(raw, format=fmt, original_size=SIZE)
+        assert art.to_dict() == json.loads(raw)
+        check_artifact(raw, format=fmt, original_size=SIZE)
+
+
+def test_what_the_fast_path_doubts_goes_to_the_checker() -> None:
+    """A key sent twice is read as its last value: the decoder's types refuse the first, the checker passes it."""
+    raw = to_bytes(base()).replace(b'"depth": 1,', b'"depth": -1, "depth": 1,')
+    assert raw.count(b'"depth"') == 2
+    assert validate_artifact(raw, format="xlsx", original_size=SIZE).blocks[0].depth == 1
+    bad = to_bytes(base()).replace(b'"depth": 1,', b'"depth": 1, "depth": -1,')
+    assert paths(bad) == ["blocks[0].depth"]
+
+
+def test_the_decoder_types_are_generated_from_the_rules() -> None:
+    from shared.artifact.rules import SHAPES
+    from shared.artifact.schema import typed_dict
+
+    for shape in SHAPES:
+        typed = typed_dict(shape)
+        assert typed.__required_keys__ == {f.name for f in shape.fields if not f.optional}, shape.model
+        assert typed.__optional_keys__ == {f.name for f in shape.fields if f.optional}, shape.model

@@ -1,0 +1,153 @@
+"""The fast path's verdict: whether an artifact decoded by ``schema.DECODER`` (so every field has its type and
+bounds) also keeps the rules a type cannot say, tested a field at a time over all blocks at once, each test one
+C-speed pass (the set of the values' types, a min or a max, a lookup of each parent). It reads the same definitions
+as the checker (``rules.PAIRS``, ``cells.COLUMN_RULES``, the ``unique``/``earlier`` fields) and only answers yes or
+no: on no, ``check.Checker`` looks again and says what is wrong (or finds nothing, and the artifact is valid)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import chain, repeat
+from operator import eq, is_, itemgetter, le, lt
+from typing import Any, Final
+
+from shared.artifact import cells
+from shared.artifact.check import MISSING, ROW_CHUNK
+from shared.artifact.rules import PAIRS
+from shared.contract import INT64_MAX, INT64_MIN, MAX_NESTING
+
+_NO_PARENT: Final = object()  # stands for a parent left out: always among the ids seen
+_GET_ID: Final = itemgetter("id")
+_GET_LOCATOR: Final = itemgetter("locator")
+_INT: Final = frozenset({int})
+
+
+BLOCK_CHUNK: Final = 2048  # blocks tested together: each pass costs little per block, and the chunk stays in cache
+
+
+def holds(
+    doc: dict[str, Any],
+    fmt: str,
+    original_size: int,
+    known: dict[str, set[str]],
+    each_chunk: Callable[[list[dict[str, Any]]], object] | None = None,
+) -> bool:
+    """Whether a decoded artifact keeps every rule across fields (see the module's doc). ``each_chunk`` is handed
+    each chunk of blocks once it has passed, while it is still in the cache (the models are built there)."""
+    cov = doc["coverage"]
+    if doc["format"] != fmt or cov["extracted"] > cov["total"]:
+        return False
+    complete = cov["extracted"] == cov["total"] and not cov["failed"] and not cov["lost"]
+    if cov.get("complete", complete) != complete:
+        return False
+    tables = doc.get("tables", ())
+    bounds = {"lines": min(original_size + 1, INT64_MAX), "chars": min(original_size, INT64_MAX), None: INT64_MAX}
+    if not (
+        _frees_ok([doc["options"], doc["attrs"], *(t["attrs"] for t in tables if "attrs" in t)])
+        and _ids_ok(tables, set(), parents=False)
+        and _locators_ok(list(map(_GET_LOCATOR, tables)), bounds)
+        and all(_rows_ok(t, known) for t in tables)
+    ):
+        return False
+    blocks = doc["blocks"]
+    ids: set[Any] = {_NO_PARENT}
+    for lo in range(0, len(blocks), BLOCK_CHUNK):
+        chunk = blocks[lo : lo + BLOCK_CHUNK]
+        if not (
+            _ids_ok(chunk, ids)
+            and _attrs_ok([b["attrs"] for b in chunk if "attrs" in b])
+            and _locators_ok(list(map(_GET_LOCATOR, chunk)), bounds)
+        ):
+            return False
+        if each_chunk is not None:
+            each_chunk(chunk)
+    return True
+
+
+def _ids_ok(items: Sequence[dict[str, Any]], seen: set[Any], *, parents: bool = True) -> bool:
+    """Ids unique (among these items and the ``seen`` ones of earlier chunks, to which they are added); each parent
+    the id of an earlier item: of this chunk (its index below the item's own) or of an earlier chunk."""
+    ids = list(map(_GET_ID, items))
+    n = len(ids)
+    new = set(ids)
+    if len(new) != n or not seen.isdisjoint(new):
+        return False
+    if parents:
+        named = list(map(dict.get, items, repeat("parent"), repeat(_NO_PARENT)))
+        if named.count(_NO_PARENT) != n:
+            index = dict(zip(ids, range(n), strict=True))
+            if not all(map(lt, map(index.get, named, repeat(-1)), range(n))) or not seen.issuperset(
+                set(named).difference(index)
+            ):
+                return False
+    seen |= new
+    return True
+
+
+def _attrs_ok(attrs: list[dict[str, Any]]) -> bool:
+    """Alike attrs (a table's row blocks) are tested by one of them: equal free objects hold the same values at
+    the same depths."""
+    if not attrs:
+        return True
+    first = attrs[0]
+    if all(map(eq, attrs, repeat(first))):
+        return _frees_ok([first])
+    return _frees_ok(attrs)
+
+
+def _frees_ok(objects: list[Any]) -> bool:
+    """Free objects nested at most MAX_NESTING deep, their integers within 64 bits: a level at a time, each level's
+    values all together (decoded data: every value is already a JSON value, every float finite)."""
+    dicts: list[Any] = objects
+    lists: list[Any] = []
+    for _depth in range(MAX_NESTING):  # the containers at depth 1, 2, ... MAX_NESTING
+        values = list(chain(chain.from_iterable(map(dict.values, dicts)), chain.from_iterable(lists)))
+        kinds = set(map(type, values))
+        if int in kinds:
+            ints = [v for v in values if type(v) is int]
+            if min(ints) < INT64_MIN or max(ints) > INT64_MAX:
+                return False
+        if dict not in kinds and list not in kinds:
+            return True
+        dicts = [v for v in values if type(v) is dict]
+        lists = [v for v in values if type(v) is list]
+    return False  # containers nested deeper than MAX_NESTING
+
+
+def _locators_ok(locs: list[dict[str, Any]], bounds: dict[str | None, int]) -> bool:
+    """Every ``rules.PAIRS`` pair of every locator, a pair at a time over all of them: both halves or neither,
+    ``unused`` both, or ``unused < start <= end <= bound``."""
+    present = set(chain.from_iterable(locs))
+    for pair in PAIRS:
+        if pair.start not in present and pair.end not in present:
+            continue
+        starts = list(map(dict.get, locs, repeat(pair.start), repeat(MISSING)))
+        ends = list(map(dict.get, locs, repeat(pair.end), repeat(MISSING)))
+        if set(map(type, starts)) != _INT or set(map(type, ends)) != _INT:
+            # some locators hold the pair, some do not: each must hold both halves or neither
+            if list(map(is_, starts, repeat(MISSING))) != list(map(is_, ends, repeat(MISSING))):
+                return False
+            starts = [v for v in starts if v is not MISSING]
+            ends = [v for v in ends if v is not MISSING]
+        first = min(starts)
+        if first < pair.unused or max(ends) > bounds[pair.bound] or not all(map(le, starts, ends)):
+            return False
+        # both halves unused, or neither: with start <= end and no start below unused, an unused end has an
+        # unused start, so equal counts mean the same locators
+        if first == pair.unused and starts.count(pair.unused) != ends.count(pair.unused):
+            return False
+    return True
+
+
+def _rows_ok(table: dict[str, Any], known: dict[str, set[str]]) -> bool:
+    """Each row as wide as the columns, and each column of each chunk of rows passing ``cells.column_ok``."""
+    rows = table["rows"]
+    types = [c["type"] for c in table["columns"]]
+    if rows and set(map(len, rows)) != {len(types)}:
+        return False
+    for lo in range(0, len(rows), ROW_CHUNK):
+        chunk = rows[lo : lo + ROW_CHUNK]
+        for col, ctype in zip(zip(*chunk, strict=True), types, strict=True):
+            if not cells.column_ok(col, ctype, known):
+                return False
+    return True
