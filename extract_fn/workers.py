@@ -379,6 +379,7 @@ class WorkerPool:
         self._workers = [_Worker(i) for i in range(size)]
         self._free: list[_Worker] = list(reversed(self._workers))
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified when a request is admitted, started or ends
         self._pending = 0
         self._admitted: Counter[Hashable] = Counter()  # per caller: admitted and not yet answered
         self._running: Counter[Hashable] = Counter()  # per caller: on a worker now
@@ -451,6 +452,12 @@ class WorkerPool:
     def running(self, caller: Hashable) -> int:
         """``caller``'s requests on a worker now."""
         return self._running[caller]
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``predicate()`` (about ``pending``, ``admitted``, ``running``) holds, at most ``timeout_s``;
+        whether it does. For tests and benchmarks that must wait for a state rather than for a time."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout_s)
 
     def pids(self) -> list[int | None]:
         return [w.pid for w in self._workers]
@@ -564,6 +571,7 @@ class WorkerPool:
                 )
             self._pending += 1
             self._admitted[caller] += 1
+            self._changed.notify_all()
             return Admission(self, caller)
 
     def _release(self, admission: Admission) -> None:
@@ -575,6 +583,7 @@ class WorkerPool:
             self._admitted[admission.caller] -= 1
             if not self._admitted[admission.caller]:
                 del self._admitted[admission.caller]
+            self._changed.notify_all()
 
     def _submit(
         self,
@@ -649,6 +658,7 @@ class WorkerPool:
                 w = self._free.pop()
                 job.started = True
                 self._running[job.admission.caller] += 1
+                self._changed.notify_all()
                 assert self._runner is not None
                 self._runner.submit(self._job, job, w)
         for job in expired:
@@ -694,6 +704,7 @@ class WorkerPool:
                 if not self._running[job.admission.caller]:
                     del self._running[job.admission.caller]
                 self._free.append(w)
+                self._changed.notify_all()
             self._dispatch()
 
     def _extract(self, w: _Worker, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float) -> bytes:
