@@ -173,7 +173,8 @@ def build_server(
     app: Any, settings: Settings, *, host: str = "127.0.0.1", port: int = 8790, log_level: str = "info"
 ) -> uvicorn.Server:
     """The uvicorn server ``serve`` runs (tests start it on their own socket with ``server.run(sockets=...)``)."""
-    protocol = protocol_for(settings, max_connections=connection_cap(settings))
+    cap = connection_cap(settings)
+    protocol = protocol_for(settings, max_connections=cap)
     config = uvicorn.Config(
         app,
         host=host,
@@ -183,6 +184,9 @@ def build_server(
         server_header=False,
         proxy_headers=False,
         timeout_keep_alive=5,
+        # asyncio accepts up to ``backlog`` connections at a time before any is seen (and refused past the cap):
+        # a quarter of the cap keeps that burst within the descriptors the cap leaves free.
+        backlog=max(16, min(2048, cap // 4)),
         timeout_graceful_shutdown=int(settings.timeout_s) + 5,
     )
     log_limits.install()  # after uvicorn's logging setup, on the loggers a storm makes speak
