@@ -325,6 +325,21 @@ def _artifact_response(raw: bytes | SpooledReply) -> Response:
 
 
 async def extract(request: Request) -> Response:
+    response, body_read = await _extract(request)
+    if not body_read and _declares_body(request):
+        # Answered before the body was read: the rest of it is never read, so the connection cannot carry another
+        # request; saying so lets a keep-alive client open a new one instead of writing into a closing socket.
+        response.headers["connection"] = "close"
+    return response
+
+
+def _declares_body(request: Request) -> bool:
+    length = (request.headers.get("content-length") or "").strip()
+    return "transfer-encoding" in request.headers or (length not in ("", "0"))
+
+
+async def _extract(request: Request) -> tuple[Response, bool]:
+    """The answer, and whether the whole body was read."""
     service = _service(request)
     budget: BufferBudget = request.app.state.budget
     caller: Hashable = request.scope.get(CALLER_KEY)
@@ -334,29 +349,28 @@ async def extract(request: Request) -> Response:
         query = service.parse_query(_query_items(request.scope.get("query_string", b"")))
         refusal = _body_refusal(request)
         if refusal is not None:
-            return refusal
+            return refusal, False
         admission = service.pool.admit(caller)  # before the body: a refused request costs no upload
         upload = await _read_body(request, service, budget)
         raw = await service.extract(query, upload.data(), admission=admission)
     except _UploadStalled:
-        return error_response(
-            408,
-            CODE_REQUEST_TIMEOUT,
+        message = (
             f"the body did not arrive in time (no part for {BODY_IDLE_TIMEOUT_S:g} s, or not all of it within "
-            f"{service.settings.body_timeout_s:g} s); send the file again",
+            f"{service.settings.body_timeout_s:g} s); send the file again"
         )
+        return error_response(408, CODE_REQUEST_TIMEOUT, message), False
     except ExtractionError as exc:
-        return extraction_error_response(exc)
+        return extraction_error_response(exc), upload is not None
     except PoolUnavailable as exc:
-        return unavailable_response(str(exc))
+        return unavailable_response(str(exc)), upload is not None
     except ClientDisconnect:
-        return error_response(400, "client_disconnected", "the client went away before the body was read")
+        return error_response(400, "client_disconnected", "the client went away before the body was read"), False
     finally:
         if admission is not None:
             admission.release()  # a no-op once the pool has it (it is released when the extraction ends)
         if upload is not None:
             upload.close()
-    return _artifact_response(raw)
+    return _artifact_response(raw), True
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
