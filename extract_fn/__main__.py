@@ -3,13 +3,14 @@
     python -m extract_fn serve [--host HOST] [--port PORT] [--log-level LEVEL]
     python -m extract_fn extract FILE --format FORMAT [--name NAME] [--encoding CODEC] [--sql-dialect DIALECT]
 
-``serve`` runs the HTTP service under uvicorn, configured from the environment (see ``extract_fn.settings``); it
-refuses to start, exit status 1, with a message naming the setting when one is missing (``EXTRACTOR_TOKENS``) or
-invalid. ``extract`` runs one file through the same path as the service (options, sniffing, a worker with the
-time, memory and output limits, the artifact validator) without HTTP and without a token, and prints the artifact's
-JSON to stdout. Exit status: 0 with an artifact; 2 with an extraction error (its error body JSON on stdout); 1 for a
-usage or settings error (a message on stderr); 3 when the service cannot run at all (a worker cannot start; the
-error body, code ``service_unavailable``, on stdout).
+``serve`` runs the HTTP service under uvicorn with the connection guards of ``extract_fn.server`` (header timeout,
+request deadline, connection cap), configured from the environment (see ``extract_fn.settings``); it refuses to
+start, exit status 1, with a message naming the setting when one is missing (``EXTRACTOR_TOKENS``) or invalid.
+``extract`` runs one file through the same path as the service (options, sniffing, a worker with the time, memory
+and output limits, the artifact validator) without HTTP and without a token, and prints the artifact's JSON to
+stdout. Exit status: 0 with an artifact; 2 with an extraction error (its error body JSON on stdout); 1 for a usage
+or settings error (a message on stderr); 3 when the service cannot run at all (a worker cannot start; the error
+body, code ``service_unavailable``, on stdout).
 """
 
 from __future__ import annotations
@@ -61,20 +62,14 @@ def serve(host: str, port: int, log_level: str) -> int:
         settings = Settings.from_env()
     except SettingsError as exc:
         return _fail(f"refusing to start: {exc}")
-    import uvicorn
-
     from extract_fn.app import create_app
+    from extract_fn.server import build_server
 
-    app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        server_header=False,
-        proxy_headers=False,
-        timeout_graceful_shutdown=int(settings.timeout_s) + 5,
-    )
+    try:
+        server = build_server(create_app(settings), settings, host=host, port=port, log_level=log_level)
+    except SettingsError as exc:
+        return _fail(f"refusing to start: {exc}")
+    server.run()
     return EXIT_OK
 
 

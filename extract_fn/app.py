@@ -9,12 +9,19 @@
 Every request needs ``Authorization: Bearer <token>`` with one of ``EXTRACTOR_TOKENS``; a missing or wrong one is 401
 (``unauthorized``, with ``WWW-Authenticate: Bearer``), before routing. Unknown paths are 404 (``not_found``), wrong
 methods 405 (``method_not_allowed``; HEAD is allowed on capabilities, OPTIONS nowhere: no browser calls this API, so
-there is no CORS), both JSON. A body that cannot be the original as it is, a multipart form or one under a
-Content-Encoding, is 415 (``unsupported_media_type``); any other Content-Type is read as the file's bytes. The
-service never answers 500: when it cannot serve at all (its worker pool is closed, saturated or cannot start a
-worker, or an unexpected error in this code) it answers 503 with the code ``service_unavailable`` and
+there is no CORS), both JSON. A body that cannot be the original as it is, a multipart or urlencoded form or one
+under a Content-Encoding, is 415 (``unsupported_media_type``); any other Content-Type is read as the file's bytes.
+A request with both Content-Length and Transfer-Encoding is 400 and its connection is closed (RFC 9112 6.1: the
+framing is ambiguous, the way request smuggling starts). The service never answers 500: when it cannot serve at all
+(its worker pool is closed, saturated, the caller's share is used, no worker became free within the time limit, a
+worker cannot start, or an unexpected error in this code) it answers 503 with the code ``service_unavailable`` and
 ``Retry-After``, which the contract's server reads as "unavailable, try the file again later". No answer is ever
 compressed.
+
+Memory: a request takes its place in the pool (``WorkerPool.admit``) before its body is read, so a refused request
+costs no upload; the body is buffered within a budget shared by all requests and spooled to a temporary file past
+it (``extract_fn.buffering``); an artifact over ``spool_bytes`` comes from the worker through a temporary file and
+is streamed to the socket. All of this is in the app, so it holds inside the Functions host as under ``serve``.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ import contextlib
 import hashlib
 import hmac
 import logging
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Hashable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qsl
 
@@ -33,13 +41,15 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from extract_fn import log_limits
+from extract_fn.buffering import BufferBudget, Upload
 from extract_fn.service import MAX_PARAMETERS, ExtractorService, error_body
 from extract_fn.settings import Settings
-from extract_fn.workers import PoolUnavailable, WorkerPool
+from extract_fn.workers import PoolUnavailable, SpooledReply, WorkerPool
 from shared.contract import ERROR_STATUS, ErrorCode, ExtractionError
 
 log = logging.getLogger("extract_fn")
@@ -50,6 +60,9 @@ CODE_METHOD_NOT_ALLOWED: Final = "method_not_allowed"
 CODE_UNSUPPORTED_MEDIA_TYPE: Final = "unsupported_media_type"  # with 415: a multipart or content-coded body
 CODE_UNAVAILABLE: Final = "service_unavailable"  # with 503: the server tries the file again later
 CODE_REQUEST_TIMEOUT: Final = "request_timeout"  # with 408: the upload stalled (the server tries again later)
+CODE_BAD_REQUEST: Final = "bad_request"  # with 400: framing this service will not guess at
+CALLER_KEY: Final = "loom.caller"  # the scope key naming which accepted token the request used (its index)
+_STREAM_CHUNK: Final = 1024 * 1024
 # A client that stops sending its body for this long loses the request (408), so a stalled upload cannot hold a
 # connection and its buffered bytes for ever.
 BODY_IDLE_TIMEOUT_S: Final = 30.0
@@ -118,24 +131,30 @@ class BearerAuthMiddleware:
         self._digests = [hashlib.sha256(t.encode("utf-8")).digest() for t in tokens]
 
     def accepts(self, header_values: list[bytes]) -> bool:
+        return self.caller(header_values) is not None
+
+    def caller(self, header_values: list[bytes]) -> int | None:
+        """The index of the accepted token the header carries, or None. The index (never the token) is what
+        names the caller for the pool's fairness."""
         if len(header_values) != 1:
-            return False
+            return None
         scheme, _, token = header_values[0].strip().partition(b" ")
         token = token.strip(b" \t")
         if scheme.lower() != b"bearer" or not token:
-            return False
+            return None
         given = hashlib.sha256(token).digest()
-        matched = False
-        for digest in self._digests:
-            matched |= hmac.compare_digest(given, digest)
-        return matched
+        found = -1
+        for i, digest in enumerate(self._digests):
+            found = max(found, i if hmac.compare_digest(given, digest) else -1)
+        return found if found >= 0 else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         values = [v for k, v in scope["headers"] if k.lower() == b"authorization"]
-        if not self.accepts(values):
+        caller = self.caller(values)
+        if caller is None:
             challenge = 'Bearer realm="loom-extractor"'
             if values:
                 challenge += ', error="invalid_token"'
@@ -143,6 +162,30 @@ class BearerAuthMiddleware:
             response = error_response(401, CODE_UNAUTHORIZED, message, {"WWW-Authenticate": challenge})
             await response(scope, receive, send)
             return
+        # With one token there is one caller, who has the whole pool (None: no share of its own).
+        scope = {**scope, CALLER_KEY: caller if len(self._digests) > 1 else None}
+        await self.app(scope, receive, send)
+
+
+class FramingMiddleware:
+    """400 and ``Connection: close`` for a request that has both Content-Length and Transfer-Encoding: which one
+    frames the body is ambiguous (RFC 9112 6.1), so the connection is not reused for whatever follows."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            names = {k.lower() for k, _ in scope["headers"]}
+            if b"content-length" in names and b"transfer-encoding" in names:
+                response = error_response(
+                    400,
+                    CODE_BAD_REQUEST,
+                    "the request has both Content-Length and Transfer-Encoding; send exactly one of them",
+                    {"Connection": "close"},
+                )
+                await response(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
@@ -179,17 +222,25 @@ def _query_items(raw: bytes) -> list[tuple[str, str]]:
 
 def _body_refusal(request: Request) -> Response | None:
     """415 for a body that cannot be the original's bytes as they are: a multipart form (its envelope would be read
-    as the file) or a body under a Content-Encoding (gzip, br, ...), which this service does not undo. Any other
-    Content-Type is accepted: the contract sends ``application/octet-stream``, but the format parameter and the
-    bytes decide what the file is, so ``text/plain`` or curl's default ``application/x-www-form-urlencoded`` are
-    read the same."""
+    as the file), a urlencoded form (what ``curl -d @FILE`` sends, having stripped the file's line breaks), or a
+    body under a Content-Encoding (gzip, br, ...), which this service does not undo. Any other Content-Type is
+    accepted: the contract sends ``application/octet-stream``, but the format parameter and the bytes decide what
+    the file is, so ``text/plain`` is read the same."""
     content_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
     if content_type.startswith("multipart/"):
         return error_response(
             415,
             CODE_UNSUPPORTED_MEDIA_TYPE,
-            f"the body is a {content_type} form, not the file: send the file's bytes as the whole body "
+            f"the body is a {content_type[:60]} form, not the file: send the file's bytes as the whole body "
             "(Content-Type: application/octet-stream; with curl, --data-binary @FILE rather than -F)",
+        )
+    if content_type == "application/x-www-form-urlencoded":
+        return error_response(
+            415,
+            CODE_UNSUPPORTED_MEDIA_TYPE,
+            "the body is sent as a urlencoded form (curl -d does this, and strips the file's line breaks): send "
+            "the file's bytes as they are with Content-Type: application/octet-stream (with curl, "
+            "--data-binary @FILE -H 'Content-Type: application/octet-stream')",
         )
     listed = [c.strip().lower() for value in request.headers.getlist("content-encoding") for c in value.split(",")]
     codings = [c for c in listed if c and c != "identity"]
@@ -204,54 +255,122 @@ def _body_refusal(request: Request) -> Response | None:
     return None
 
 
-async def _read_body(request: Request, limit: int, service: ExtractorService) -> bytes:
-    """The body, refused as too_large from Content-Length before reading it, or as soon as a stream passes it."""
+def _declared_length(request: Request, service: ExtractorService) -> int | None:
+    """The Content-Length, refused as too_large before reading when it passes the limit."""
     declared = (request.headers.get("content-length") or "").strip()
-    if declared.isascii() and declared.isdigit():
-        if len(declared) > 18:  # past any real size (and past int()'s digit limit for the longest)
-            raise ExtractionError(ErrorCode.TOO_LARGE, f"the file is over this service's limit of {limit} bytes")
-        service.check_size(int(declared))
-    chunks: list[bytes] = []
-    total = 0
+    if not (declared.isascii() and declared.isdigit()):
+        return None
+    if len(declared) > 18:  # past any real size (and past int()'s digit limit for the longest)
+        limit = service.settings.max_bytes
+        raise ExtractionError(ErrorCode.TOO_LARGE, f"the file is over this service's limit of {limit} bytes")
+    size = int(declared)
+    service.check_size(size)
+    return size
+
+
+async def _read_body(request: Request, service: ExtractorService, budget: BufferBudget) -> Upload:
+    """The body, in memory within the shared budget or in a temporary file; refused as too_large from
+    Content-Length before reading it, or as soon as a stream passes it; ``_UploadStalled`` when no part arrives
+    for ``BODY_IDLE_TIMEOUT_S`` or the whole body has not arrived within ``body_timeout_s``."""
+    limit = service.settings.max_bytes
+    upload = Upload(budget, service.settings.spool_bytes, _declared_length(request, service))
+    deadline = time.monotonic() + service.settings.body_timeout_s
     stream = request.stream().__aiter__()
-    while True:
+    try:
+        while True:
+            wait = min(BODY_IDLE_TIMEOUT_S, deadline - time.monotonic())
+            try:
+                if wait <= 0:
+                    raise TimeoutError
+                chunk = await asyncio.wait_for(stream.__anext__(), wait)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise _UploadStalled from None
+            if upload.size + len(chunk) > limit:
+                raise ExtractionError(
+                    ErrorCode.TOO_LARGE,
+                    f"the file is over this service's limit of {limit} bytes (the upload was cut off)",
+                )
+            if chunk:
+                await _write(upload, chunk)
+    except BaseException:
+        upload.close()
+        raise
+    return upload
+
+
+async def _write(upload: Upload, chunk: bytes) -> None:
+    if upload.spooled:  # a file write may block on a slow disk: off the event loop
+        await asyncio.to_thread(upload.write, chunk)
+    else:
+        upload.write(chunk)
+
+
+def _artifact_response(raw: bytes | SpooledReply) -> Response:
+    if isinstance(raw, bytes):
+        return Response(raw, media_type="application/json")
+
+    async def chunks() -> AsyncIterator[bytes]:
         try:
-            chunk = await asyncio.wait_for(stream.__anext__(), BODY_IDLE_TIMEOUT_S)
-        except StopAsyncIteration:
-            break
-        except TimeoutError:
-            raise _UploadStalled from None
-        total += len(chunk)
-        if total > limit:
-            raise ExtractionError(
-                ErrorCode.TOO_LARGE, f"the file is over this service's limit of {limit} bytes (the upload was cut off)"
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
+            while True:
+                chunk = await asyncio.to_thread(raw.file.read, _STREAM_CHUNK)
+                if not chunk:
+                    break
+                yield chunk
+        finally:
+            raw.close()
+
+    return StreamingResponse(chunks(), media_type="application/json", headers={"Content-Length": str(raw.size)})
 
 
 async def extract(request: Request) -> Response:
+    response, body_read = await _extract(request)
+    if not body_read and _declares_body(request):
+        # Answered before the body was read: the rest of it is never read, so the connection cannot carry another
+        # request; saying so lets a keep-alive client open a new one instead of writing into a closing socket.
+        response.headers["connection"] = "close"
+    return response
+
+
+def _declares_body(request: Request) -> bool:
+    length = (request.headers.get("content-length") or "").strip()
+    return "transfer-encoding" in request.headers or (length not in ("", "0"))
+
+
+async def _extract(request: Request) -> tuple[Response, bool]:
+    """The answer, and whether the whole body was read."""
     service = _service(request)
+    budget: BufferBudget = request.app.state.budget
+    caller: Hashable = request.scope.get(CALLER_KEY)
+    admission = None
+    upload: Upload | None = None
     try:
         query = service.parse_query(_query_items(request.scope.get("query_string", b"")))
         refusal = _body_refusal(request)
         if refusal is not None:
-            return refusal
-        if service.pool.saturated():
-            return unavailable_response("every worker is busy and the queue is full; try again later")
-        data = await _read_body(request, service.settings.max_bytes, service)
-        raw = await service.extract(query, data)
+            return refusal, False
+        admission = service.pool.admit(caller)  # before the body: a refused request costs no upload
+        upload = await _read_body(request, service, budget)
+        raw = await service.extract(query, upload.data(), admission=admission)
     except _UploadStalled:
-        return error_response(
-            408, CODE_REQUEST_TIMEOUT, f"no part of the body arrived for {BODY_IDLE_TIMEOUT_S:g} s; send the file again"
+        message = (
+            f"the body did not arrive in time (no part for {BODY_IDLE_TIMEOUT_S:g} s, or not all of it within "
+            f"{service.settings.body_timeout_s:g} s); send the file again"
         )
+        return error_response(408, CODE_REQUEST_TIMEOUT, message), False
     except ExtractionError as exc:
-        return extraction_error_response(exc)
+        return extraction_error_response(exc), upload is not None
     except PoolUnavailable as exc:
-        return unavailable_response(str(exc))
+        return unavailable_response(str(exc)), upload is not None
     except ClientDisconnect:
-        return error_response(400, "client_disconnected", "the client went away before the body was read")
-    return Response(raw, media_type="application/json")
+        return error_response(400, "client_disconnected", "the client went away before the body was read"), False
+    finally:
+        if admission is not None:
+            admission.release()  # a no-op once the pool has it (it is released when the extraction ends)
+        if upload is not None:
+            upload.close()
+    return _artifact_response(raw), True
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -284,6 +403,7 @@ def create_app(
     """
     settings = settings if settings is not None else Settings.from_env()
     settings.require_tokens()
+    log_limits.install()
     service = ExtractorService(settings, extractors=extractors, pool=pool)
 
     @contextlib.asynccontextmanager
@@ -301,6 +421,7 @@ def create_app(
         ],
         middleware=[
             Middleware(GuardMiddleware),
+            Middleware(FramingMiddleware),
             Middleware(BearerAuthMiddleware, tokens=settings.tokens),
         ],
         exception_handlers={HTTPException: _http_error},
@@ -308,6 +429,7 @@ def create_app(
     )
     app.router.redirect_slashes = False  # /v1/extract/ is a 404, not a redirect (a server reads 3xx as unavailable)
     app.state.service = service
+    app.state.budget = BufferBudget(settings.buffer_bytes)
     return app
 
 

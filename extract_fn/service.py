@@ -19,12 +19,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from extract_fn.buffering import Body
 from extract_fn.formats import MODULES, available_formats
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.settings import EXTRACTOR_NAME, EXTRACTOR_VERSION, Settings
 from extract_fn.sniff import check_format
 from extract_fn.text_decoding import known_codec
-from extract_fn.workers import PoolUnavailable, WorkerPool
+from extract_fn.workers import Admission, PoolUnavailable, SpooledReply, WorkerPool
 from shared.contract import (
     CONTRACT_VERSION,
     FORMAT_OPTIONS,
@@ -131,6 +132,9 @@ class ExtractorService:
             timeout_s=settings.timeout_s,
             memory_limit_bytes=settings.memory_limit_bytes,
             max_output_bytes=settings.max_output_bytes,
+            caller_max_requests=settings.caller_max_requests or None,
+            caller_workers=settings.caller_workers or None,
+            spool_reply_bytes=settings.spool_bytes,
         )
 
     def start(self) -> None:
@@ -236,7 +240,7 @@ class ExtractorService:
                 f"the file is {size} bytes, over this service's limit of {self.settings.max_bytes} bytes",
             )
 
-    def prepare(self, query: Query, data: bytes) -> ExtractRequest:
+    def prepare(self, query: Query, data: Body) -> ExtractRequest:
         """Check the original against the size limit and the format asked for; the request for a worker."""
         self.check_size(len(data))
         check_format(data, query.format, encoding=query.encoding)
@@ -248,14 +252,27 @@ class ExtractorService:
             max_output_bytes=self.settings.max_output_bytes,
         )
 
-    async def extract(self, query: Query, data: bytes) -> bytes:
-        """The artifact's JSON bytes, checked by the shared validator."""
+    async def extract(
+        self,
+        query: Query,
+        data: Body,
+        *,
+        admission: Admission | None = None,
+        caller: object = None,
+    ) -> bytes | SpooledReply:
+        """The artifact's JSON bytes, checked by the shared validator (a ``SpooledReply`` past ``spool_bytes``).
+
+        ``admission`` is the pool place taken before the body was read (``WorkerPool.admit``); without it one is
+        taken now for ``caller``.
+        """
         started = time.perf_counter()
         outcome = "ok"
         try:
             request = self.prepare(query, data)
             try:
-                raw = await self.pool.run(self.extractors[query.format], data, request)
+                raw = await self.pool.run(
+                    self.extractors[query.format], data, request, admission=admission, caller=caller
+                )
             except ExtractionError as exc:
                 if exc.code == ErrorCode.INVALID_ARTIFACT:  # the server's verdict, not a service's code
                     raise ExtractionError(ErrorCode.CORRUPT, exc.message) from None

@@ -20,6 +20,15 @@ A hostile file costs one worker, never the service (Apache Tika's forked child w
 
 The async API (``await pool.run(...)``) runs the blocking pipe I/O in one thread per slot, so up to ``size``
 extractions run in parallel and the event loop never blocks; ``run_sync`` is the same for the CLI.
+
+Admission and fairness (the pool side): ``admit(caller)`` takes a place before the request's body is read and
+refuses (``PoolUnavailable``, a 503) when the pool holds ``size + max_queued`` requests or the caller already holds
+``caller_max_requests`` of them. Waiting requests are queued per caller and a free worker goes to the next caller in
+turn (round-robin), never to more than ``caller_workers`` of one caller's requests at once. A request's time limit
+starts when it is handed to ``run``: time spent waiting for a worker counts, a request that gets no worker before
+its limit is ``PoolUnavailable`` (not a late answer), and the extraction gets what remains. An artifact over
+``spool_reply_bytes`` is read from the worker's pipe into an anonymous temporary file (``SpooledReply``) instead of
+the service's memory.
 """
 
 from __future__ import annotations
@@ -30,16 +39,18 @@ import dataclasses
 import itertools
 import logging
 import os
-import queue
 import select
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Final
 
 from extract_fn.crash_memory import CrashMemory
@@ -70,6 +81,10 @@ _ERROR_REPLY_MAX: Final = 64 * 1024
 # Room above the memory limit for building an error reply: a module that failed near the limit leaves the heap full,
 # and orjson crashes (SIGSEGV) rather than raising when an allocation fails.
 _ERROR_REPLY_HEADROOM: Final = 16 * 1024 * 1024
+
+# A request whose extraction times out after it waited more than this share of its limit for a worker was not given
+# a fair run: it is PoolUnavailable (try again later), not the file's ``timeout``.
+_FAIR_RUN_SHARE: Final = 0.9
 
 DEFAULT_MAX_TASKS: Final = 500
 DEFAULT_STARTUP_TIMEOUT_S: Final = 30.0
@@ -156,7 +171,15 @@ class _Worker:
         self.ready = True
         self.ready_after_s = time.monotonic() - self.spawned_at
 
-    def call(self, header: bytes, data: bytes | memoryview, deadline: float, max_reply: int) -> tuple[int, bytes]:
+    def call(
+        self,
+        header: bytes,
+        data: bytes | memoryview,
+        deadline: float,
+        max_reply: int,
+        spool_over: int | None = None,
+    ) -> tuple[int, bytes | SpooledReply]:
+        """Send one request, read its reply; an artifact over ``spool_over`` bytes goes to a temporary file."""
         wfd, rfd = self._fds()
         self.tasks += 1
         _write_all(wfd, (_REQUEST.pack(_REQUEST_MAGIC, len(header), len(data)), header, data), deadline)
@@ -165,6 +188,8 @@ class _Worker:
             raise _Died(f"the worker sent an unknown status {status}")
         if length > max_reply:
             raise _OversizeReply(length)
+        if spool_over is not None and length > spool_over and status in (STATUS_OK, STATUS_OK_RETIRE):
+            return status, _read_to_file(rfd, length, deadline)
         return status, bytes(_read_exact(rfd, length, deadline))
 
 
@@ -214,6 +239,52 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytearray:
     return buf
 
 
+class SpooledReply:
+    """An artifact's JSON bytes in an anonymous temporary file (gone once closed): the service streams it to the
+    socket in chunks instead of holding it whole."""
+
+    def __init__(self, file: Any, size: int) -> None:
+        self.file = file
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read_all(self) -> bytes:
+        """The whole reply (for callers that want bytes, such as tests)."""
+        self.file.seek(0)
+        return bytes(self.file.read())
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _read_to_file(fd: int, n: int, deadline: float) -> SpooledReply:
+    out = tempfile.TemporaryFile(prefix="extract-reply-")  # noqa: SIM115  (handed to the SpooledReply)
+    try:
+        buf = bytearray(min(n, _CHUNK))
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            try:
+                k = os.readv(fd, [view[: min(len(buf), n - got)]])
+            except BlockingIOError:
+                _wait(fd, select.POLLIN, deadline)
+                continue
+            except OSError as exc:
+                raise _Died(str(exc)) from None
+            if k == 0:
+                raise _Died("end of pipe")
+            out.write(view[:k])
+            got += k
+        out.flush()
+        out.seek(0)
+    except BaseException:
+        out.close()
+        raise
+    return SpooledReply(out, n)
+
+
 def _exit_description(returncode: int | None) -> str:
     if returncode is None:
         return "it did not exit"
@@ -259,6 +330,40 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+@dataclasses.dataclass(eq=False, slots=True)
+class Admission:
+    """A place in the pool, taken (``WorkerPool.admit``) before the request's body is read.
+
+    ``release()`` gives it back if the request never reached ``run`` (its body was refused or never came); once
+    handed to ``run`` it is released when the extraction ends, whatever the caller does meanwhile.
+    """
+
+    pool: WorkerPool
+    caller: Hashable
+    handed: bool = False
+    released: bool = False
+
+    def release(self) -> None:
+        if not self.handed:
+            self.pool._release(self)
+
+
+@dataclasses.dataclass(eq=False, slots=True)
+class _Job:
+    admission: Admission
+    extractor: str
+    data: bytes | memoryview
+    request: ExtractRequest
+    limit_s: float
+    queued_at: float
+    future: Future[bytes | SpooledReply] = dataclasses.field(default_factory=Future)
+    started: bool = False
+
+    @property
+    def deadline(self) -> float:
+        return self.queued_at + self.limit_s
+
+
 class WorkerPool:
     """``size`` worker processes; ``await run(extractor, data, request)`` gives the artifact's JSON bytes.
 
@@ -276,6 +381,9 @@ class WorkerPool:
         max_output_bytes: int,
         max_tasks: int = DEFAULT_MAX_TASKS,
         max_queued: int | None = None,
+        caller_max_requests: int | None = None,
+        caller_workers: int | None = None,
+        spool_reply_bytes: int | None = None,
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         python: str = sys.executable,
     ) -> None:
@@ -287,16 +395,24 @@ class WorkerPool:
         self.max_output_bytes = max_output_bytes
         self.max_tasks = max_tasks
         self.max_queued = 4 * size if max_queued is None else max_queued
+        # One caller may hold half of what the pool admits, so another always finds room; its requests may run on
+        # every worker (round-robin still hands the next free one to a waiting caller first).
+        self.caller_max_requests = caller_max_requests or max(1, (size + self.max_queued) // 2)
+        self.caller_workers = caller_workers or size
+        self.spool_reply_bytes = spool_reply_bytes
         self.startup_timeout_s = startup_timeout_s
         self.python = python
         self.stats = PoolStats()
         self.crash_memory = CrashMemory()  # inputs that ended a worker lately: answered without one
         self._workers = [_Worker(i) for i in range(size)]
-        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
-        for w in self._workers:
-            self._idle.put(w)
+        self._free: list[_Worker] = list(reversed(self._workers))
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified when a request is admitted, started or ends
         self._pending = 0
+        self._admitted: Counter[Hashable] = Counter()  # per caller: admitted and not yet answered
+        self._running: Counter[Hashable] = Counter()  # per caller: on a worker now
+        self._waiting: dict[Hashable, deque[_Job]] = {}  # per caller, in arrival order
+        self._turns: deque[Hashable] = deque()  # the callers with waiting jobs, the next to be served first
         self._started = False
         self._closed = False
         self._runner: ThreadPoolExecutor | None = None
@@ -324,6 +440,11 @@ class WorkerPool:
             if self._closed:
                 return
             self._closed = True
+            queued = [job for jobs in self._waiting.values() for job in jobs]
+            self._waiting.clear()
+            self._turns.clear()
+        for job in queued:
+            _fail(job, PoolUnavailable("the worker pool is closed"))
         for w in self._workers:  # first stop every child, so a slot in use is released at once...
             w.signal_kill()
         for w in self._workers:  # ...then close each slot's pipes once its user has let go of them
@@ -349,8 +470,22 @@ class WorkerPool:
 
     @property
     def pending(self) -> int:
-        """Requests admitted and not yet answered (running or waiting for a worker)."""
+        """Requests admitted and not yet answered (reading their body, waiting for a worker or running)."""
         return self._pending
+
+    def admitted(self, caller: Hashable) -> int:
+        """``caller``'s requests admitted and not yet answered."""
+        return self._admitted[caller]
+
+    def running(self, caller: Hashable) -> int:
+        """``caller``'s requests on a worker now."""
+        return self._running[caller]
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``predicate()`` (about ``pending``, ``admitted``, ``running``) holds, at most ``timeout_s``;
+        whether it does. For tests and benchmarks that must wait for a state rather than for a time."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout_s)
 
     def pids(self) -> list[int | None]:
         return [w.pid for w in self._workers]
@@ -401,28 +536,53 @@ class WorkerPool:
     # -- running ----------------------------------------------------------------------------------------------------
 
     async def run(
-        self, extractor: str, data: bytes, request: ExtractRequest, *, timeout_s: float | None = None
-    ) -> bytes:
-        """The artifact's JSON bytes, from ``extractor`` ("package.module:function") run on ``data``."""
-        return await asyncio.wrap_future(self._submit(extractor, data, request, timeout_s))
+        self,
+        extractor: str,
+        data: bytes | memoryview,
+        request: ExtractRequest,
+        *,
+        timeout_s: float | None = None,
+        admission: Admission | None = None,
+        caller: Hashable = None,
+    ) -> bytes | SpooledReply:
+        """The artifact's JSON bytes, from ``extractor`` ("package.module:function") run on ``data``.
+
+        ``admission`` is the place taken by ``admit`` before the body was read (else one is taken now for
+        ``caller``). ``timeout_s`` (default: the pool's) counts from now: waiting for a worker spends it.
+        The bytes come as a ``SpooledReply`` when the pool spools replies and the artifact is over that size.
+        """
+        job = self._submit(extractor, data, request, timeout_s=timeout_s, admission=admission, caller=caller)
+        fut = asyncio.wrap_future(job.future)
+        try:
+            done, _ = await asyncio.wait({fut}, timeout=max(0.0, job.deadline - time.monotonic()))
+            if not done:
+                self._expire(job)
+            return await fut
+        except asyncio.CancelledError:
+            job.future.cancel()  # a job still waiting leaves the queue; one running ends at its deadline
+            raise
 
     def run_sync(
-        self, extractor: str, data: bytes, request: ExtractRequest, *, timeout_s: float | None = None
-    ) -> bytes:
-        return self._submit(extractor, data, request, timeout_s).result()
-
-    def _submit(self, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float | None) -> Future[bytes]:
-        runner = self._admit()
+        self,
+        extractor: str,
+        data: bytes | memoryview,
+        request: ExtractRequest,
+        *,
+        timeout_s: float | None = None,
+        admission: Admission | None = None,
+        caller: Hashable = None,
+    ) -> bytes | SpooledReply:
+        job = self._submit(extractor, data, request, timeout_s=timeout_s, admission=admission, caller=caller)
         try:
-            fut = runner.submit(self._job, extractor, data, request, timeout_s)
-        except RuntimeError as exc:
-            self._release()
-            raise PoolUnavailable("the worker pool is closed") from exc
-        # Released when the job ends, or when it is cancelled before it ran (its caller went away).
-        fut.add_done_callback(lambda _f: self._release())
-        return fut
+            return job.future.result(timeout=max(0.0, job.deadline - time.monotonic()))
+        except FutureTimeout:
+            self._expire(job)
+            return job.future.result()
 
-    def _admit(self) -> ThreadPoolExecutor:
+    def admit(self, caller: Hashable = None) -> Admission:
+        """A place for one request of ``caller``, or ``PoolUnavailable`` when the pool or the caller's share is
+        full. Taken before the body is read, so a refused request costs no upload. ``caller`` None (not
+        identified: the CLI, tests) has no share of its own, only the pool's bound."""
         if not self._started:
             self.start()
         with self._lock:
@@ -432,24 +592,152 @@ class WorkerPool:
                 raise PoolUnavailable(
                     f"all {self.size} workers are busy and {self.max_queued} requests are waiting; try again later"
                 )
+            if caller is not None and self._admitted[caller] >= self.caller_max_requests:
+                raise PoolUnavailable(
+                    f"this caller already has {self.caller_max_requests} requests running or waiting, its share "
+                    "of this service; try again when one has been answered"
+                )
             self._pending += 1
-            return self._runner
+            self._admitted[caller] += 1
+            self._changed.notify_all()
+            return Admission(self, caller)
 
-    def _release(self) -> None:
+    def _release(self, admission: Admission) -> None:
         with self._lock:
+            if admission.released:
+                return
+            admission.released = True
             self._pending -= 1
+            self._admitted[admission.caller] -= 1
+            if not self._admitted[admission.caller]:
+                del self._admitted[admission.caller]
+            self._changed.notify_all()
 
-    def _job(self, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float | None) -> bytes:
-        if self._closed:
-            raise PoolUnavailable("the worker pool is closed")
-        w = self._idle.get()
+    def _submit(
+        self,
+        extractor: str,
+        data: bytes | memoryview,
+        request: ExtractRequest,
+        *,
+        timeout_s: float | None,
+        admission: Admission | None,
+        caller: Hashable,
+    ) -> _Job:
+        admission = admission if admission is not None else self.admit(caller)
+        admission.handed = True
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        job = _Job(admission, extractor, data, request, limit, time.monotonic())
+        job.future.add_done_callback(lambda _f: self._job_done(job))
+        with self._lock:
+            closed = self._closed or admission.released
+            if not closed:
+                who = admission.caller
+                if who not in self._waiting:
+                    self._waiting[who] = deque()
+                    self._turns.append(who)
+                self._waiting[who].append(job)
+        if closed:
+            _fail(job, PoolUnavailable("the worker pool is closed"))
+        else:
+            self._dispatch()
+        return job
+
+    def _next_job_locked(self) -> _Job | None:
+        """The next caller's oldest waiting job (round-robin over callers, at most ``caller_workers`` each)."""
+        for _ in range(len(self._turns)):
+            who = self._turns.popleft()
+            jobs = self._waiting[who]
+            if self._running[who] >= self.caller_workers:
+                self._turns.append(who)
+                continue
+            job = jobs.popleft()
+            if jobs:
+                self._turns.append(who)
+            else:
+                del self._waiting[who]
+            return job
+        return None
+
+    def _unqueue_locked(self, job: _Job) -> bool:
+        jobs = self._waiting.get(job.admission.caller)
+        if jobs is None or job not in jobs:
+            return False
+        jobs.remove(job)
+        if not jobs:
+            del self._waiting[job.admission.caller]
+            self._turns.remove(job.admission.caller)
+        return True
+
+    def _dispatch(self) -> None:
+        """Hand free workers to waiting jobs; fail the ones whose time ran out while they waited."""
+        expired: list[_Job] = []
+        with self._lock:
+            while self._free and not self._closed:
+                job = self._next_job_locked()
+                if job is None:
+                    break
+                if job.future.done():  # cancelled by its caller
+                    continue
+                if time.monotonic() >= job.deadline:
+                    expired.append(job)
+                    continue
+                if not job.future.set_running_or_notify_cancel():
+                    continue
+                w = self._free.pop()
+                job.started = True
+                self._running[job.admission.caller] += 1
+                self._changed.notify_all()
+                assert self._runner is not None
+                self._runner.submit(self._job, job, w)
+        for job in expired:
+            _fail(job, _waited_too_long(job, self.size))
+
+    def _expire(self, job: _Job) -> None:
+        """``job``'s time ran out: if it is still waiting for a worker it ends as ``PoolUnavailable``."""
+        with self._lock:
+            waiting = not job.started and self._unqueue_locked(job)
+        if waiting:
+            _fail(job, _waited_too_long(job, self.size))
+
+    def _job_done(self, job: _Job) -> None:
+        with self._lock:
+            if not job.started:
+                self._unqueue_locked(job)
+        self._release(job.admission)
+
+    def _job(self, job: _Job, w: _Worker) -> None:
+        """Run ``job`` on ``w`` (a runner thread), then give ``w`` to the next waiting job."""
+        started = time.monotonic()
+        remaining = job.deadline - started
         try:
+            if self._closed:
+                raise PoolUnavailable("the worker pool is closed")
             with w.lock:
-                return self._extract(w, extractor, data, request, self.timeout_s if timeout_s is None else timeout_s)
+                result = self._extract(w, job.extractor, job.data, job.request, remaining)
+        except BaseException as exc:
+            waited = started - job.queued_at
+            if _is_timeout(exc) and waited > (1 - _FAIR_RUN_SHARE) * job.limit_s:
+                exc = PoolUnavailable(
+                    f"the extraction did not finish in the {remaining:.1f} s left of this service's "
+                    f"{job.limit_s:g} s limit after waiting {waited:.1f} s for a worker; try again later"
+                )
+            elif _is_timeout(exc):  # the file had its fair run: its timeout names the service's limit
+                exc = _timeout_error(job.limit_s)
+            job.future.set_exception(exc)
+        else:
+            job.future.set_result(result)
         finally:
-            self._idle.put(w)
+            with self._lock:
+                self._running[job.admission.caller] -= 1
+                if not self._running[job.admission.caller]:
+                    del self._running[job.admission.caller]
+                self._free.append(w)
+                self._changed.notify_all()
+            self._dispatch()
 
-    def _extract(self, w: _Worker, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float) -> bytes:
+    def _extract(
+        self, w: _Worker, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float
+    ) -> bytes | SpooledReply:
         import orjson
 
         from shared.contract import ErrorCode, ExtractionError
@@ -490,7 +778,9 @@ class WorkerPool:
             ) from None
         deadline = time.monotonic() + timeout_s
         try:
-            status, payload = w.call(header, data, deadline, self.max_output_bytes + _ERROR_REPLY_MAX)
+            status, payload = w.call(
+                header, data, deadline, self.max_output_bytes + _ERROR_REPLY_MAX, self.spool_reply_bytes
+            )
         except _Deadline:
             self._replace(w)
             if self._closed:
@@ -515,6 +805,7 @@ class WorkerPool:
             self._replace(w)
         if status in (STATUS_OK, STATUS_OK_RETIRE):
             return payload
+        assert isinstance(payload, bytes)  # error replies are never spooled
         if status == STATUS_ERROR_RETIRE:  # a MemoryError ended the worker too
             _raise_reply(payload, lambda exc: _remember_crash(self.crash_memory, scope, data, exc))
         return _raise_reply(payload)
@@ -522,6 +813,23 @@ class WorkerPool:
     def _spawn_quietly(self, w: _Worker) -> None:
         with contextlib.suppress(PoolUnavailable):
             self._spawn(w)
+
+
+def _fail(job: _Job, exc: BaseException) -> None:
+    if job.future.set_running_or_notify_cancel():
+        job.future.set_exception(exc)
+
+
+def _waited_too_long(job: _Job, size: int) -> PoolUnavailable:
+    return PoolUnavailable(
+        f"no worker became free within this service's {job.limit_s:g} s limit (all {size} were busy); try again later"
+    )
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    from shared.contract import ErrorCode, ExtractionError
+
+    return isinstance(exc, ExtractionError) and exc.code == ErrorCode.TIMEOUT
 
 
 def _timeout_error(timeout_s: float) -> Exception:

@@ -180,3 +180,15 @@ def native_libraries(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     artifact = summarize(data, request)
     artifact["attrs"].update({"parquet_rows": rows, "pdf_pages": len(doc), "pdf_chars": chars})
     return artifact
+
+
+def gate(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """Holds its worker until the file ``request.name`` exists (at most 30 s), then answers like ``summarize``: a
+    test decides when a worker becomes free without depending on speed."""
+    gate_file = Path(request.name)
+    deadline = time.monotonic() + 30
+    while not gate_file.exists():
+        if time.monotonic() > deadline:
+            raise ExtractionError(ErrorCode.CORRUPT, "the gate never opened")
+        time.sleep(0.005)
+    return summarize(data, request)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import os
 import socket
 import threading
 import time
@@ -832,3 +833,334 @@ def test_live_a_stalled_upload_is_408_not_held_for_ever(live: tuple[str, int], m
     assert status == 408
     assert orjson.loads(body)["error"]["code"] == "request_timeout"
     assert "content-encoding" not in headers
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Requests a person gets wrong
+
+
+def test_a_urlencoded_form_body_is_415_saying_to_send_the_bytes(client: TestClient) -> None:
+    # What curl -d @file sends (it has also stripped the file's line breaks): refused, not read as garbage.
+    response = _extract(
+        client, b"a,b1,2", headers={**AUTH, "Content-Type": "application/x-www-form-urlencoded"}, format="csv"
+    )
+    assert response.status_code == 415
+    code, message = _error(response)
+    assert code == "unsupported_media_type"
+    assert "--data-binary" in message
+    assert "application/octet-stream" in message
+    assert _extract(client, b"ok\n", headers={**AUTH, "Content-Type": "text/plain"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "@Microsoft.KeyVault(SecretUri=https://vault.invalid/secrets/extractor-token/)",
+        "@Microsoft.KeyVault(VaultName=vault;SecretName=extractor-token)",
+        "good-token,@microsoft.keyvault(SecretUri=https://vault.invalid/secrets/t/)",
+    ],
+)
+def test_an_unresolved_key_vault_reference_is_refused_at_start(value: str) -> None:
+    with pytest.raises(SettingsError, match="EXTRACTOR_TOKENS is an unresolved Key Vault reference") as info:
+        Settings.from_env({"EXTRACTOR_TOKENS": value})
+    assert "vault.invalid" not in str(info.value)  # the message names the setting, not its value
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"EXTRACTOR_SPOOL_BYTES": "0"}, "EXTRACTOR_SPOOL_BYTES"),
+        ({"EXTRACTOR_BUFFER_BYTES": "10", "EXTRACTOR_SPOOL_BYTES": "100"}, "EXTRACTOR_BUFFER_BYTES"),
+        ({"EXTRACTOR_HEADER_TIMEOUT_S": "0"}, "EXTRACTOR_HEADER_TIMEOUT_S"),
+        ({"EXTRACTOR_BODY_TIMEOUT_S": "inf"}, "EXTRACTOR_BODY_TIMEOUT_S"),
+        ({"EXTRACTOR_MAX_CONNECTIONS": "-1"}, "EXTRACTOR_MAX_CONNECTIONS"),
+        ({"EXTRACTOR_CALLER_WORKERS": "x"}, "EXTRACTOR_CALLER_WORKERS"),
+        ({"EXTRACTOR_CALLER_MAX_REQUESTS": "-3"}, "EXTRACTOR_CALLER_MAX_REQUESTS"),
+    ],
+)
+def test_availability_settings_errors_name_the_setting(env: dict[str, str], named: str) -> None:
+    with pytest.raises(SettingsError, match=named):
+        Settings.from_env({"EXTRACTOR_TOKENS": "good-token"} | env)
+
+
+def test_a_connection_cap_above_the_descriptor_limit_is_refused() -> None:
+    from extract_fn.server import connection_cap
+
+    assert connection_cap(_settings(), limit=1024) == 480  # half of what is left after the reserve
+    assert connection_cap(_settings(), limit=1_000_000) == 4096
+    assert connection_cap(_settings(max_connections=900), limit=1024) == 900
+    with pytest.raises(SettingsError, match="EXTRACTOR_MAX_CONNECTIONS"):
+        connection_cap(_settings(max_connections=1000), limit=1024)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The service's memory: bodies within a shared budget, spooled past it; big artifacts through a file
+
+
+def test_an_upload_stays_within_the_budget_and_spools_past_it() -> None:
+    from extract_fn.buffering import BufferBudget, Upload
+
+    budget = BufferBudget(100)
+    small, large = Upload(budget, 60), Upload(budget, 60)
+    small.write(b"a" * 50)
+    large.write(b"b" * 40)  # 90 of 100 in memory
+    large.write(b"c" * 15)  # 105 would pass the budget: this one goes to a file and gives its 40 back
+    assert (small.spooled, large.spooled, budget.used) == (False, True, 50)
+    large.write(b"d" * 1000)
+    assert budget.used == 50
+    assert bytes(small.data()) == b"a" * 50
+    data = large.data()
+    assert data[:3] == b"bbb"
+    assert data.startswith(b"bb")
+    assert data.startswith((b"x", b"bbbb"))
+    assert len(data) == 1055
+    assert data.find(b"d") == 55
+    small.close()
+    large.close()
+    assert budget.used == 0
+    assert budget.peak <= budget.limit
+    declared = Upload(budget, 60, expected=61)  # a Content-Length past the threshold goes to a file at once
+    assert declared.spooled
+    declared.close()
+
+
+@pytest.fixture(scope="module")
+def spooling_pool() -> Iterator[WorkerPool]:
+    with WorkerPool(
+        2,
+        timeout_s=30,
+        memory_limit_bytes=512 * 1024 * 1024,
+        max_output_bytes=MAX_OUTPUT,
+        spool_reply_bytes=4096,
+        caller_max_requests=2,
+    ) as p:
+        yield p
+
+
+GUARDED = {"header_timeout_s": 0.5, "body_timeout_s": 1.5, "max_connections": 12}
+
+
+@pytest.fixture(scope="module")
+def guarded(spooling_pool: WorkerPool) -> Iterator[tuple[tuple[str, int], Any]]:
+    """The app under ``build_server`` (what ``serve`` runs), with short limits and a small buffer budget."""
+    from extract_fn.server import build_server
+
+    settings = _settings(buffer_bytes=48 * 1024, spool_bytes=16 * 1024, **GUARDED)
+    app = create_app(settings, extractors=EXTRACTORS, pool=spooling_pool)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    server = build_server(app, settings, log_level="warning")
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    started = threading.Event()
+    for _ in range(2000):
+        if server.started or started.wait(0.01):
+            break
+    assert server.started
+    yield sock.getsockname(), server
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+
+
+def test_live_concurrent_uploads_stay_within_the_buffer_budget(guarded: tuple[tuple[str, int], Any]) -> None:
+    import hashlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    address, server = guarded
+    budget = _budget_of(server)
+    bodies = [bytes([65 + i]) * (40_000 + i) for i in range(8)]  # 8 x 40 KB against a 48 KB budget
+
+    def post(body: bytes) -> tuple[int, dict[str, Any]]:
+        with httpx.Client(base_url=f"http://{address[0]}:{address[1]}", timeout=30) as http:
+            r = http.post("/v1/extract", params={"format": "sql"}, content=body, headers=AUTH)
+            return r.status_code, r.json()
+
+    with ThreadPoolExecutor(8) as ex:
+        answers = list(ex.map(post, bodies))
+    for body, (status, doc) in zip(bodies, answers, strict=True):
+        if status == 503:  # the pool (2 workers + queue) may refuse some: never a wrong or partial file
+            assert doc["error"]["code"] == "service_unavailable"
+            continue
+        assert status == 200, doc
+        assert doc["attrs"]["sha256"] == hashlib.sha256(body).hexdigest()  # a spooled body reaches the worker whole
+    assert budget.peak <= budget.limit
+    assert budget.spooled >= 1
+    assert budget.used == 0
+
+
+def _budget_of(server: Any) -> Any:
+    app = server.config.loaded_app
+    while not hasattr(app, "state") or not hasattr(app.state, "budget"):
+        app = app.app
+    return app.state.budget
+
+
+def test_live_a_big_artifact_is_streamed_from_a_file(guarded: tuple[tuple[str, int], Any]) -> None:
+    address, _ = guarded
+    body = b"".join(b"row %d\n" % i for i in range(4000))
+    with httpx.Client(base_url=f"http://{address[0]}:{address[1]}", timeout=30) as http:
+        r = http.post("/v1/extract", params={"format": "text"}, content=body, headers=AUTH)
+    assert r.status_code == 200
+    assert int(r.headers["content-length"]) == len(r.content) > 4096
+    validate_artifact(r.content, format="text", original_size=len(body))
+
+
+def test_live_a_callers_full_share_is_503_before_its_body_is_read(
+    guarded: tuple[tuple[str, int], Any], spooling_pool: WorkerPool
+) -> None:
+    address, _ = guarded
+    places = [spooling_pool.admit(0), spooling_pool.admit(0)]  # caller 0 (TOKENS[0]) holds its share of 2
+    try:
+        # 1,000 bytes declared and none sent: an answer proves the body was never waited for.
+        request = (
+            b"POST /v1/extract?format=text HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {TOKENS[0]}\r\n".encode()
+            + b"Content-Length: 1000\r\n\r\n"
+        )
+        status, headers, body = _raw(address, request)
+        assert status == 503
+        assert headers["retry-after"] == "5"
+        assert headers["connection"] == "close"  # its body was never read: the connection carries nothing more
+        assert "share" in orjson.loads(body)["error"]["message"]
+        other = _raw(address, request.replace(TOKENS[0].encode(), TOKENS[1].encode()) + b"x" * 1000)
+        assert other[0] == 200  # the other caller is served
+    finally:
+        for place in places:
+            place.release()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The HTTP layer under abuse (extract_fn serve): slow heads, slow bodies, too many connections, ambiguous framing
+
+
+def _closed_by_server(s: socket.socket, *, keep_sending: bytes = b"", rounds: int = 400) -> bytes:
+    """Read until the server closes the connection (sending ``keep_sending`` between reads); what it said. Fails
+    if the server keeps the connection open for all ``rounds`` (each waits at most 50 ms for the server)."""
+    import select
+
+    said = b""
+    for _ in range(rounds):
+        if keep_sending:
+            try:
+                s.sendall(keep_sending)
+            except OSError:  # reset: the server is gone
+                return said
+        readable, _, _ = select.select([s], [], [], 0.05)
+        if readable:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                return said
+            if not chunk:
+                return said
+            said += chunk
+    raise AssertionError(f"the server kept the connection open (it said {said[:80]!r})")
+
+
+def _still_served(address: tuple[str, int]) -> None:
+    with httpx.Client(base_url=f"http://{address[0]}:{address[1]}", timeout=30) as http:
+        r = http.post("/v1/extract", params={"format": "text"}, content=b"still here\n", headers=AUTH)
+    assert r.status_code == 200
+    assert r.json()["blocks"][0]["text"] == "still here"
+
+
+def test_live_a_head_that_never_completes_is_closed(guarded: tuple[tuple[str, int], Any]) -> None:
+    address, server = guarded
+    before = server.guard_stats.header_timeouts
+    with socket.create_connection(address, timeout=10) as s:
+        s.sendall(b"POST /v1/extract?format=text HTTP/1.1\r\nHost: x\r\n")
+        # A header line at a time (slowloris): data arriving does not extend the time for the head.
+        said = _closed_by_server(s, keep_sending=b"X-Slow: 1\r\n")
+    assert said.startswith(b"HTTP/1.1 408 ")
+    assert b'"request_timeout"' in said
+    assert server.guard_stats.header_timeouts == before + 1
+    _still_served(address)
+
+
+def test_live_a_body_that_dribbles_is_cut_off_by_the_whole_body_deadline(guarded: tuple[tuple[str, int], Any]) -> None:
+    address, _ = guarded
+    with socket.create_connection(address, timeout=10) as s:
+        s.sendall(
+            b"POST /v1/extract?format=text HTTP/1.1\r\nHost: x\r\n" + _auth_line() + b"Content-Length: 60000\r\n\r\n"
+        )
+        said = _closed_by_server(s, keep_sending=b"x")  # a byte at a time: never idle, never complete
+    assert said.startswith(b"HTTP/1.1 408 ")
+    assert b"within 1.5 s" in said
+    _still_served(address)
+
+
+def test_live_a_request_with_content_length_and_transfer_encoding_closes_the_connection(
+    guarded: tuple[tuple[str, int], Any],
+) -> None:
+    address, _ = guarded
+    smuggled = b"GET /v1/capabilities HTTP/1.1\r\nHost: x\r\n" + _auth_line() + b"\r\n"
+    with socket.create_connection(address, timeout=10) as s:
+        s.sendall(
+            b"POST /v1/extract?format=text HTTP/1.1\r\nHost: x\r\n" + _auth_line() + b"Content-Length: 5\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" + smuggled
+        )
+        said = _closed_by_server(s)
+    head, _, body = said.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"connection: close" in head.lower()
+    assert orjson.loads(body)["error"]["code"] == "bad_request"
+    assert said.count(b"HTTP/1.1 ") == 1  # what followed was never answered as a request of its own
+
+
+def test_live_connections_past_the_cap_are_closed_and_the_service_recovers(
+    guarded: tuple[tuple[str, int], Any],
+) -> None:
+    address, server = guarded
+    cap = GUARDED["max_connections"]
+    refused_before = server.guard_stats.refused_connections
+    timed_out_before = server.guard_stats.header_timeouts
+    fds_before = len(os.listdir("/proc/self/fd"))
+    held: list[socket.socket] = []
+    try:
+        for _ in range(5 * cap):  # partial heads, all left hanging
+            s = socket.create_connection(address, timeout=10)
+            s.sendall(b"GET /v1/capabilities HTTP/1.1\r\nHost: x\r\n")
+            held.append(s)
+        assert len(server.server_state.connections) <= cap
+        # This process holds both ends: the client sockets, and on the server side at most the cap.
+        assert len(os.listdir("/proc/self/fd")) - fds_before <= len(held) + cap + 4
+        for s in held:  # every one is closed by the server: at once past the cap, at the header timeout otherwise
+            _closed_by_server(s)
+    finally:
+        for s in held:
+            s.close()
+    refused = server.guard_stats.refused_connections - refused_before
+    timed_out = server.guard_stats.header_timeouts - timed_out_before
+    # Past the cap a connection is closed at once (those the kernel still queued are taken as the first ones close).
+    assert refused >= cap
+    assert refused + timed_out == len(held)
+    _still_served(address)
+
+
+def test_live_an_abuse_storm_writes_a_bounded_number_of_log_lines(guarded: tuple[tuple[str, int], Any]) -> None:
+    from extract_fn import log_limits
+
+    address, _ = guarded
+    lines: dict[int, logging.LogRecord] = {}  # a record reaches the handler on each logger it propagates through
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines[id(record)] = record
+
+    handler = Collect(level=logging.WARNING)
+    loggers = [logging.getLogger(name) for name in log_limits.LIMITED_LOGGERS]
+    for lg in loggers:
+        lg.addHandler(handler)
+    try:
+        for _ in range(300):  # each is an invalid request uvicorn warns about
+            with socket.create_connection(address, timeout=10) as s:
+                s.sendall(b"NOT HTTP AT ALL\x00\r\n\r\n")
+                _closed_by_server(s)
+    finally:
+        for lg in loggers:
+            lg.removeHandler(handler)
+    assert len(lines) <= log_limits.DEFAULT_BURST + 1
+    assert log_limits.install().dropped_total > 0
+    _still_served(address)

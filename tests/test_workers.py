@@ -387,3 +387,131 @@ def test_run_forked_gives_the_pools_answers(extractor: str, code: ErrorCode | No
 def test_run_forked_returns_a_valid_artifact() -> None:
     raw = _forked("echo", b"a\nb\n")
     validate_artifact(raw, format="text", original_size=4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Admission, fairness between callers, and deadlines that count the wait
+
+
+def _until(pool: WorkerPool, condition: Any, what: str) -> None:
+    """Wait for a state of the pool (not for a time); ``what`` if it never comes."""
+    assert pool.wait_for(condition, 30), what
+
+
+def _submit(pool: WorkerPool, label: str, caller: str, order: list[str], **kw: Any) -> Any:
+    """Start one extraction in the background; its label is appended to ``order`` when it ends."""
+    future = pool._submit(
+        H + kw.pop("extractor", "summarize"),
+        kw.pop("data", b"x"),
+        _request(**kw),
+        timeout_s=kw.pop("timeout_s", None),
+        admission=None,
+        caller=caller,
+    ).future
+    future.add_done_callback(lambda _f: order.append(label))
+    return future
+
+
+def test_a_free_worker_goes_to_the_next_caller_in_turn(tmp_path: Path) -> None:
+    gate = tmp_path / "open"
+    order: list[str] = []
+    pool = WorkerPool(1, timeout_s=30, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, caller_max_requests=9)
+    with pool:
+        first = _submit(pool, "a0", "a", order, extractor="gate", name=str(gate))
+        _until(pool, lambda: pool.running("a") == 1, "the first request never started")
+        later = [_submit(pool, f"a{i}", "a", order) for i in (1, 2, 3)]
+        later.append(_submit(pool, "b1", "b", order))
+        assert pool.pending == 5
+        gate.touch()
+        for f in [first, *later]:
+            f.result(timeout=30)
+    # FIFO would serve a1, a2, a3 before b1: round-robin gives b1 the worker right after a1.
+    assert order == ["a0", "a1", "b1", "a2", "a3"]
+
+
+def test_one_caller_cannot_take_more_than_its_share(tmp_path: Path) -> None:
+    gate = tmp_path / "open"
+    order: list[str] = []
+    pool = WorkerPool(
+        2, timeout_s=30, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, caller_max_requests=3, caller_workers=1
+    )
+    with pool:
+        held = [_submit(pool, f"a{i}", "a", order, extractor="gate", name=str(gate)) for i in range(3)]
+        _until(pool, lambda: pool.running("a") == 1, "a's first request never started")
+        # a's fourth request is refused at admission (before any body would be read); b is still admitted...
+        with pytest.raises(PoolUnavailable, match="share"):
+            pool.admit("a")
+        assert pool.admitted("a") == 3
+        # ...and b gets the second worker at once, while a's other two wait for a's one worker.
+        assert orjson.loads(pool.run_sync(H + "summarize", b"bee", _request(), caller="b"))["attrs"]["size"] == 3
+        assert pool.running("a") == 1
+        gate.touch()
+        for f in held:
+            f.result(timeout=30)
+        assert pool.pending == 0
+        pool.admit("a").release()  # a's share is back once its requests are answered
+        assert pool.pending == 0
+
+
+def test_a_request_that_cannot_start_before_its_deadline_is_unavailable(tmp_path: Path) -> None:
+    gate = tmp_path / "open"
+    order: list[str] = []
+    with WorkerPool(1, timeout_s=30, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT) as pool:
+        busy = _submit(pool, "busy", "a", order, extractor="gate", name=str(gate))
+        _until(pool, lambda: pool.running("a") == 1, "the first request never started")
+        with pytest.raises(PoolUnavailable, match=r"no worker became free within this service's 0\.2 s limit"):
+            pool.run_sync(H + "summarize", b"x", _request(), timeout_s=0.2, caller="b")
+        assert pool.running("a") == 1  # refused while the worker was still busy: not a late answer
+        assert pool.pending == 1  # its place was given back
+        gate.touch()
+        busy.result(timeout=30)
+
+        async def waits_then_expires() -> PoolUnavailable:
+            gate.unlink()
+            held = asyncio.ensure_future(pool.run(H + "gate", b"", _request(name=str(gate))))
+            started = await asyncio.to_thread(pool.wait_for, lambda: pool.running(None) == 1, 30)
+            assert started, "the first request never started"
+            try:
+                await pool.run(H + "summarize", b"x", _request(), timeout_s=0.2)
+            except PoolUnavailable as exc:
+                gate.touch()
+                await held
+                return exc
+            raise AssertionError("a request that never got a worker was answered")
+
+        assert "no worker became free" in str(asyncio.run(waits_then_expires()))
+        assert pool.pending == 0
+
+
+def test_an_admission_given_back_before_the_body_frees_its_place() -> None:
+    with WorkerPool(1, timeout_s=5, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, max_queued=0) as pool:
+        place = pool.admit("a")
+        with pytest.raises(PoolUnavailable, match="busy"):
+            pool.admit("b")
+        place.release()
+        place.release()  # idempotent
+        assert pool.pending == 0
+        admission = pool.admit("b")
+        raw = pool.run_sync(H + "summarize", b"abc", _request(), admission=admission)
+        admission.release()  # handed to run: released by the pool when the extraction ended, not twice
+        assert orjson.loads(raw)["attrs"]["size"] == 3
+        assert pool.pending == 0
+
+
+def test_a_big_artifact_comes_through_a_temporary_file() -> None:
+    from extract_fn.workers import SpooledReply
+
+    data = b"".join(b"line %d\n" % i for i in range(3000))
+    with WorkerPool(
+        1, timeout_s=30, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, spool_reply_bytes=4096
+    ) as pool:
+        big = pool.run_sync(H + "echo", data, _request())
+        small = pool.run_sync(H + "summarize", b"x", _request())
+    assert isinstance(big, SpooledReply)
+    assert isinstance(small, bytes)
+    try:
+        raw = big.read_all()
+        assert len(raw) == len(big) > 4096
+        validate_artifact(raw, format="text", original_size=len(data))
+    finally:
+        big.close()
