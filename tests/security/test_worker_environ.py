@@ -10,6 +10,7 @@ a real file of every format.
 from __future__ import annotations
 
 import csv
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -52,6 +53,15 @@ def environ_of(pid: int) -> dict[str, str]:
     return dict(entry.split("=", 1) for entry in raw.decode("utf-8", "replace").split("\0") if "=" in entry)
 
 
+def wait_exec(pid: int, timeout_s: float = 120.0) -> None:
+    """Wait until ``pid`` runs the worker program: a child read between fork and exec shows the parent's environment,
+    and one read during exec an empty one."""
+    deadline = time.monotonic() + timeout_s
+    while b"extract_fn.workers" not in Path(f"/proc/{pid}/cmdline").read_bytes() or not environ_of(pid):
+        assert time.monotonic() < deadline, f"worker {pid} did not start its program"
+        time.sleep(0.01)
+
+
 def corpus_sample() -> dict[str, Path]:
     """The smallest readable ("ok", no codec needed) corpus file of each format."""
     best: dict[str, tuple[int, Path]] = {}
@@ -79,6 +89,7 @@ def test_a_worker_environment_holds_no_secret(pool: WorkerPool) -> None:
     pids = [pid for pid in pool.pids() if pid is not None]
     assert len(pids) == 2
     for pid in pids:
+        wait_exec(pid)
         env = environ_of(pid)
         raw = Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
         assert set(SECRETS) & set(env) == set(), f"worker {pid} inherited secret settings"
@@ -103,5 +114,6 @@ def test_the_workers_still_extract_every_format(pool: WorkerPool) -> None:
         assert orjson.loads(raw)["format"] == fmt
     for pid in pool.pids():  # the workers that did the work are the ones checked above, or their replacements
         assert pid is not None
+        wait_exec(pid)
         raw = Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
         assert all(value not in raw for value in SECRETS.values())
