@@ -203,7 +203,7 @@ def test_dbricks_happy_path_with_palantir_ingestion(orch: Orch) -> None:
     assert events[5]["extractorType"] == "DBRICKS"
 
 
-def test_loom_job_is_not_submitted_and_its_first_poll_runs_the_registered_handler(orch: Orch) -> None:
+def test_loom_job_is_not_submitted_and_its_first_poll_runs_the_loom_client(orch: Orch) -> None:
     calls: list[tuple[str, int, str]] = []
 
     def run_loom_attempt(job: Any, config: Any, settings: Any) -> PollOutcome:
