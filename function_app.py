@@ -8,6 +8,9 @@
 ``APP_ROLES`` (comma-separated, default "extractor,orchestration") chooses the roles this app runs, so the same
 package can be deployed as two apps (infra's deploymentMode "split"). Every function stays a thin adapter over
 ``shared`` / ``extract_fn``.
+
+The orchestration's parts are built by one composition root (``shared.orchestration.composition``): ``build_app``
+makes one ``LazyDeps`` (everything from the environment, at the first invocation) and hands it to both blueprints.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import azure.functions as func
 
 import poll_fn.function
 import submit_fn.function
+from shared.orchestration.composition import LazyDeps
 
 ROLES_SETTING = "APP_ROLES"
 ROLES = ("extractor", "orchestration")
@@ -48,8 +52,9 @@ def build_app(env: Mapping[str, str]) -> func.FunctionApp:
     else:
         app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
     if "orchestration" in roles:
-        app.register_functions(submit_fn.function.bp)
-        app.register_functions(poll_fn.function.bp)
+        deps = LazyDeps.from_env(env)
+        app.register_functions(submit_fn.function.blueprint(deps))
+        app.register_functions(poll_fn.function.blueprint(deps))
     return app
 
 

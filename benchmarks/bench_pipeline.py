@@ -143,13 +143,19 @@ def main() -> int:
         from devhost import config as devhost_config
         from devhost.__main__ import accept_file
         from devhost.host import LocalHost
-        from shared.orchestration.runtime import build_deps
+        from shared.orchestration.composition import build_deps
         from shared.orchestration.settings import OrchestrationSettings
 
         env = {
             "DataStorage": az.connection_string,
             "LOOM_DOCUMENT_EXTRACTOR_URL": url,
             "LOOM_DOCUMENT_EXTRACTOR_TOKEN": TOKEN,
+            # As the devhost's local environment: the event carries its registration, the fast server is plain
+            # http on loopback (without these every job fails at once and the numbers measure nothing).
+            "ALLOW_EVENT_REGISTRATION": "true",
+            "EXTRACTOR_ALLOWED_HOSTS": f"127.0.0.1:{server.server_address[1]}",
+            "OUTBOUND_ALLOW_HTTP": "true",
+            "OUTBOUND_ALLOW_LOOPBACK": "true",
         }
         deps = build_deps(OrchestrationSettings.from_env(env))
         host = LocalHost(deps)

@@ -46,7 +46,7 @@ def _listening(host: str, port: int) -> bool:
 
 def _deps() -> Any:
     os.environ.update({k: v for k, v in config.local_environment().items() if k not in os.environ})
-    from shared.orchestration.runtime import build_deps
+    from shared.orchestration.composition import build_deps
     from shared.orchestration.settings import OrchestrationSettings
 
     return build_deps(OrchestrationSettings.from_env())

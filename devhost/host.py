@@ -31,8 +31,8 @@ from azure.storage.queue import QueueClient, QueueMessage
 from devhost import config
 from devhost.queue_trigger import QueueTrigger
 from shared.orchestration.cancel import CancelMessageError, cancel_job, parse_cancel_message
+from shared.orchestration.deps import Deps
 from shared.orchestration.poll import handle_poll_message
-from shared.orchestration.runtime import Deps
 from shared.orchestration.submit import run_accepted_batch
 from shared.orchestration.sweeper import sweep
 

@@ -165,7 +165,7 @@ var extractorSettings = {
   EXTRACTOR_MAX_OUTPUT_BYTES: '268435456'
 }
 
-// The orchestration (shared/orchestration/settings.py, shared/loom_client.py).
+// The orchestration (shared/orchestration/settings.py, shared/loom/settings.py).
 var orchestrationSettings = {
   EventHubConnection__fullyQualifiedNamespace: eventHubs.outputs.fullyQualifiedNamespace
   EventHubConnection__credential: 'managedidentity'

@@ -906,11 +906,30 @@ def _orch(**env: str) -> Any:
     )
 
 
-def test_adapter_registers_the_loom_poll_handler() -> None:
-    from shared.loom.job import run_loom_attempt
-    from shared.orchestration.outcomes import POLL_HANDLERS
+def test_the_composition_root_hands_loom_jobs_to_the_loom_client() -> None:
+    from shared.loom.job import LoomExtractorClient
+    from shared.orchestration.composition import build_extractors
+    from shared.orchestration.extractor_type import ExtractorType
 
-    assert POLL_HANDLERS["LOOM"] is run_loom_attempt
+    settings = _orch()
+    client = build_extractors(settings, settings.outbound())[ExtractorType.LOOM]
+    assert isinstance(client, LoomExtractorClient)
+    assert not client.submits
+
+
+def test_the_loom_extractor_client_keeps_its_loom_client_and_retries_bad_settings(fake: FakeExtractor) -> None:
+    from shared.loom.job import LoomExtractorClient
+    from shared.orchestration.outcomes import PollStatus
+
+    settings = _orch()
+    client = LoomExtractorClient(settings, settings.outbound())
+    assert client.loom() is client.loom()  # one LoomClient (its capabilities cache) for every attempt
+    assert client.loom()._outbound is client.outbound  # on the transport it was handed
+    broken = _orch(**{TIMEOUT: "soon"})
+    out = LoomExtractorClient(broken, broken.outbound()).poll(_job(), _config(fake.url))
+    assert out.status is PollStatus.PROCESSING
+    assert TIMEOUT in out.reason
+    assert fake.received == []
 
 
 def test_adapter_success_failure_and_retry(fake: FakeExtractor) -> None:

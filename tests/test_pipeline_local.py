@@ -22,7 +22,8 @@ import requests
 from devhost.__main__ import accept_file, job_report
 from devhost.host import LocalHost
 from shared.artifact import validate_artifact
-from shared.orchestration.runtime import Deps, build_deps
+from shared.orchestration.composition import build_deps
+from shared.orchestration.deps import Deps
 from shared.orchestration.settings import OrchestrationSettings
 from shared.orchestration.storage import blob_service
 

@@ -1,7 +1,8 @@
 """The LOOM job adapter: a LOOM job's poll attempt is one extract attempt, mapped to a ``PollOutcome``.
 
-``run_loom_attempt(job, config, settings)`` is the poll handler for extractorType ``LOOM``
-(``shared.orchestration.outcomes``): it works out the file's format, routes it, checks the service's capabilities
+``LoomExtractorClient`` is the ``ExtractorClient`` for extractorType ``LOOM`` (built by the composition root,
+``shared.orchestration.composition``): nothing is submitted; each poll is ``run_loom_attempt(job, config, settings)``,
+which works out the file's format, routes it, checks the service's capabilities
 against the original's size before reading it, reads the original from blob storage, calls the service and maps the
 ``LoomResult``:
 
@@ -22,7 +23,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import posixpath
-from typing import Any, Protocol
+import threading
+from typing import Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
 from shared.contract import (
@@ -35,10 +37,14 @@ from shared.contract import (
 from shared.loom.client import OUTBOUND_REFUSED, LoomClient, LoomPlan, LoomResult
 from shared.loom.settings import LoomSettingsError, load_loom_settings
 from shared.orchestration.auth import TokenError, TokenRefused
+from shared.orchestration.extractor_client import StoredResult, SubmissionError, Submitted
+from shared.orchestration.extractor_type import ExtractorType
 from shared.orchestration.jobs import Job
-from shared.orchestration.outcomes import PollOutcome, register_poll_handler
+from shared.orchestration.outcomes import PollOutcome
 from shared.orchestration.registration import ExtractorConfig, extractor_allowlist
+from shared.orchestration.results import store_result_document
 from shared.orchestration.settings import OrchestrationSettings
+from shared.outbound import Outbound
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +100,54 @@ class BlobOriginal:
         return bytes(self._call("downloading", lambda: self._blob.download_blob().readall()))
 
 
-def loom_client(settings: OrchestrationSettings) -> LoomClient:
-    """The LOOM client for these settings, made once (raises ``LoomSettingsError`` while a setting is wrong)."""
+def build_loom_client(settings: OrchestrationSettings, outbound: Outbound | None = None) -> LoomClient:
+    """A LOOM client for these settings (raises ``LoomSettingsError`` while a LOOM setting is wrong)."""
+    return LoomClient(
+        load_loom_settings(settings.env),
+        outbound=outbound or settings.outbound(),
+        registration_hosts=extractor_allowlist(settings),
+    )
 
-    def make() -> LoomClient:
-        loom = load_loom_settings(settings.env)
-        return LoomClient(loom, outbound=settings.outbound(), registration_hosts=extractor_allowlist(settings))
 
-    return settings.cached("loom_client", make)
+class LoomExtractorClient:
+    """The ``ExtractorClient`` of LOOM jobs: not submitted; each poll attempt is one extract call.
+
+    The ``LoomClient`` (routing, the capabilities cache) is made at the first attempt and kept; while a LOOM setting
+    is wrong no client is kept and every attempt is Processing with the reason, so fixing the setting (and
+    restarting) resumes the jobs instead of failing them at start-up."""
+
+    kind: Final = ExtractorType.LOOM
+    submits: Final = False
+
+    def __init__(self, settings: OrchestrationSettings, outbound: Outbound) -> None:
+        self.settings = settings
+        self.outbound = outbound
+        self._client: LoomClient | None = None
+        self._lock = threading.Lock()
+
+    def loom(self) -> LoomClient:
+        """The LOOM client, made once (raises ``LoomSettingsError`` while a setting is wrong)."""
+        with self._lock:
+            if self._client is None:
+                self._client = build_loom_client(self.settings, self.outbound)
+            return self._client
+
+    def submit(self, job: Job, config: ExtractorConfig) -> Submitted:
+        raise SubmissionError("LOOM jobs are not submitted: their first poll attempt performs the extract call")
+
+    def poll(self, job: Job, config: ExtractorConfig) -> PollOutcome:
+        try:
+            client = self.loom()
+        except LoomSettingsError as exc:
+            return _settings_outcome(exc)
+        return run_loom_attempt(job, config, self.settings, client=client)
+
+    def result(self, job: Job, outcome: PollOutcome) -> StoredResult:
+        return store_result_document(self.settings, job, outcome)
+
+
+def _settings_outcome(exc: LoomSettingsError) -> PollOutcome:
+    return PollOutcome.processing(f"the LOOM settings are invalid: {exc}", extractor_status="unavailable")
 
 
 def _names(job: Job) -> list[str]:
@@ -177,11 +223,11 @@ def run_loom_attempt(
     client: LoomClient | None = None,
     original: Original | None = None,
 ) -> PollOutcome:
-    """One extract attempt of a LOOM job (the poll handler for extractorType LOOM)."""
+    """One extract attempt of a LOOM job (``client``: the LOOM client to use; by default one made for this call)."""
     try:
-        loom = client if client is not None else loom_client(settings)
+        loom = client if client is not None else build_loom_client(settings)
     except LoomSettingsError as exc:
-        return PollOutcome.processing(f"the LOOM settings are invalid: {exc}", extractor_status="unavailable")
+        return _settings_outcome(exc)
 
     fmt = detect_format(job.content_type, _names(job))
     if fmt is None:
@@ -241,6 +287,3 @@ def run_loom_attempt(
         if isinstance(plan, LoomResult):
             return outcome_for(plan)
     return outcome_for(loom.send(plan, data))
-
-
-register_poll_handler("LOOM", run_loom_attempt)

@@ -8,5 +8,6 @@ Entry points (each safe to run twice on the same input):
 - ``poll.handle_poll_message(body, deps)``: one message of the ``poll-jobs`` queue.
 - ``sweeper.sweep(deps)``: the timer: lost poll messages, deadlines, unpublished status events.
 - ``cancel.cancel_job(job_id, deps)``: an operator cancels a job.
-- ``runtime.build_deps(settings)`` / ``runtime.get_deps()``: the storage, HTTP and publishing parts they run on.
+- ``composition.build_deps(settings)`` / ``composition.LazyDeps``: the one composition root that builds the parts
+  they run on (``deps.Deps``: storage, the outbound transport, publishing, one ``ExtractorClient`` per kind).
 """

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 
 import orjson
 
+from shared.orchestration.deps import Deps
 from shared.orchestration.jobs import Change, EventDraft, Job, JobState
 from shared.orchestration.outbox import JobHandle
-from shared.orchestration.runtime import Deps
 from shared.orchestration.status import JobStatus
 
 DEFAULT_REASON = "canceled by an operator"

@@ -1,4 +1,5 @@
-"""DOCSAI and DBRICKS: submission and polling exactly as the extractor-service spec shows.
+"""DOCSAI and DBRICKS: submission and polling exactly as the extractor-service spec shows (``DocsaiClient``,
+``DbricksClient``: two ``ExtractorClient`` implementations, built by the composition root).
 
 Submission: ``POST extractionUrl`` with ``Authorization: Bearer <token>`` and the type's body; any 2xx is
 transport success; non-2xx answers and transport errors are retried, ``SUBMIT_MAX_ATTEMPTS`` (5) attempts in all,
@@ -27,32 +28,30 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote
+from typing import Any, ClassVar, Final
+from urllib.parse import quote, urlsplit
 
 import orjson
 
 from shared.orchestration.auth import TokenError, TokenRefused
+from shared.orchestration.extractor_client import StoredResult, SubmissionError, Submitted
+from shared.orchestration.extractor_type import ExtractorType
 from shared.orchestration.jobs import Job
-from shared.orchestration.outcomes import PollOutcome, register_poll_handler
+from shared.orchestration.outcomes import PollOutcome
 from shared.orchestration.registration import ExtractorConfig, extractor_allowlist
-from shared.orchestration.results import ResultError, resolve_docsai_payload
+from shared.orchestration.results import (
+    ResultError,
+    ingest_dbricks_results,
+    resolve_docsai_payload,
+    store_result_document,
+)
 from shared.orchestration.settings import AZURE_CLIENT_ID, OrchestrationSettings
 from shared.orchestration.storage import accepted_file_ref, parse_blob_url, signed_read_url
-from shared.outbound import Bearer, OutboundFailed, OutboundRefused
+from shared.outbound import Bearer, Outbound, OutboundFailed, OutboundRefused
 
 log = logging.getLogger(__name__)
 
-MAX_ANSWER_BYTES = 4 * 1024 * 1024
-
-
-class SubmissionError(Exception):
-    """The submission failed; ``reason`` goes on the Failed job (never a token)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+MAX_ANSWER_BYTES: Final = 4 * 1024 * 1024
 
 
 def source_path(job: Job) -> str:
@@ -62,8 +61,6 @@ def source_path(job: Job) -> str:
     try:
         ref = parse_blob_url(job.file_location_url)
     except ValueError:
-        from urllib.parse import urlsplit
-
         return urlsplit(job.file_location_url).path
     return f"/{ref.container}/{ref.blob}"
 
@@ -92,32 +89,12 @@ def dbricks_body(job: Job, config: ExtractorConfig, azure_client_id: str | None)
     }
 
 
-def submission_body(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> dict[str, Any]:
-    if config.extractor_type == "DOCSAI":
-        try:
-            ref = accepted_file_ref(settings, job.file_location_url, job.client_application_id)
-            file_url = signed_read_url(settings, ref)
-        except ValueError as exc:
-            raise SubmissionError(f"no signed URL for the file: {exc}") from None
-        return docsai_body(job, file_url)
-    if config.extractor_type == "DBRICKS":
-        return dbricks_body(job, config, settings.azure_client_id)
-    raise SubmissionError(f"extractor type {config.extractor_type} is not submitted by HTTP POST")
-
-
-@dataclass(frozen=True, slots=True)
-class Submitted:
-    run_id: str
-    status_code: int
-    attempts: int
-
-
-def run_id_from_answer(extractor_type: str, content: bytes) -> str:
+def run_id_from_answer(key: str, content: bytes) -> str:
+    """The run id under ``key`` of a 2xx submission answer; ``SubmissionError`` when there is none."""
     try:
         answer = orjson.loads(content)
     except orjson.JSONDecodeError:
         answer = None
-    key = "ExtractedEntityId" if extractor_type == "DOCSAI" else "id"
     value = answer.get(key) if isinstance(answer, dict) else None
     if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
         raise SubmissionError(
@@ -128,94 +105,6 @@ def run_id_from_answer(extractor_type: str, content: bytes) -> str:
     return str(value).strip()
 
 
-def submit(
-    job: Job,
-    config: ExtractorConfig,
-    settings: OrchestrationSettings,
-    *,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Submitted:
-    """POST the submission with the spec's retries; raise ``SubmissionError`` when it fails."""
-    body = submission_body(job, config, settings)  # refuses (blank agent, no signed URL) before anything is sent
-    try:
-        token = config.token(settings)
-    except TokenError as exc:
-        raise SubmissionError(f"no bearer token for the extractor: {exc}") from None
-    outbound = settings.outbound()
-    allowed = extractor_allowlist(settings)
-    payload = orjson.dumps(body)
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    bearer = Bearer.for_url(token, config.extraction_url)
-    last = ""
-    for attempt in range(1, settings.submit_max_attempts + 1):
-        try:
-            resp = outbound.fetch(
-                "POST",
-                config.extraction_url,
-                allowed=allowed,
-                data=payload,
-                headers=headers,
-                bearer=bearer,
-                timeout_s=settings.http_timeout_s,
-                body_limit=MAX_ANSWER_BYTES,
-            )
-        except OutboundRefused as exc:
-            raise SubmissionError(f"submission refused: {exc.reason}") from None
-        except OutboundFailed as exc:
-            last = f"transport error: {exc.reason}"
-        else:
-            if 200 <= resp.status < 300:
-                return Submitted(run_id_from_answer(config.extractor_type, resp.body), resp.status, attempt)
-            last = f"HTTP {resp.status}"
-        log.warning("job %s: submission attempt %d failed: %s", job.job_id, attempt, last)
-        if attempt < settings.submit_max_attempts:
-            sleep(settings.submit_retry_delay_ms / 1000)
-    raise SubmissionError(f"submission failed after {settings.submit_max_attempts} attempts (last: {last})")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Polling
-
-
-def _poll_json(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> dict[str, Any] | PollOutcome:
-    if not config.polling_url:
-        return PollOutcome.failed("the extractor has no pollingUrl: polling cannot proceed")
-    if not job.run_id:
-        return PollOutcome.failed("the job has no runId: polling cannot proceed")
-    url = f"{config.polling_url.rstrip('/')}/{quote(job.run_id, safe='')}"
-    try:
-        token = config.token(settings)
-    except TokenRefused as exc:
-        return PollOutcome.failed(str(exc))
-    except TokenError as exc:
-        return PollOutcome.processing(f"polling request error: {exc}")
-    try:
-        resp = settings.outbound().fetch(
-            "GET",
-            url,
-            allowed=extractor_allowlist(settings),
-            headers={"Accept": "application/json"},
-            bearer=Bearer.for_url(token, config.polling_url),
-            timeout_s=settings.http_timeout_s,
-            body_limit=MAX_ANSWER_BYTES,
-        )
-    except OutboundRefused as exc:
-        return PollOutcome.failed(f"polling refused: {exc.reason}")
-    except OutboundFailed as exc:
-        return PollOutcome.processing(f"polling request error: {exc.reason}")
-    if not 200 <= resp.status < 300:
-        return PollOutcome.processing(f"polling request error: HTTP {resp.status}")
-    if resp.overflow:
-        return PollOutcome.processing("polling request error: answer over 4 MiB")
-    try:
-        answer = orjson.loads(resp.body)
-    except orjson.JSONDecodeError:
-        return PollOutcome.processing("polling request error: the answer is not JSON")
-    if not isinstance(answer, dict):
-        return PollOutcome.processing("polling request error: the answer is not a JSON object")
-    return answer
-
-
 def _message(answer: dict[str, Any], *keys: str) -> str:
     for key in keys:
         value = answer.get(key)
@@ -224,66 +113,211 @@ def _message(answer: dict[str, Any], *keys: str) -> str:
     return ""
 
 
-def _token_or_none(config: ExtractorConfig, settings: OrchestrationSettings) -> str | None:
-    try:
-        return config.token(settings)
-    except TokenError:
-        return None
+class HttpExtractorClient:
+    """What DOCSAI and DBRICKS share: ``POST extractionUrl`` with the spec's retries, ``GET {pollingUrl}/{runId}``.
 
+    A kind supplies its submission body, the key of its run id, how it reads a poll answer and what its result is."""
 
-def poll_docsai(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> PollOutcome:
-    answer = _poll_json(job, config, settings)
-    if isinstance(answer, PollOutcome):
+    kind: ClassVar[ExtractorType]
+    run_id_key: ClassVar[str]
+    submits: Final = True
+
+    def __init__(
+        self, settings: OrchestrationSettings, outbound: Outbound, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self.settings = settings
+        self.outbound = outbound
+        self.sleep = sleep
+
+    def body(self, job: Job, config: ExtractorConfig) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def read_answer(self, answer: dict[str, Any], config: ExtractorConfig) -> PollOutcome:
+        raise NotImplementedError
+
+    def result(self, job: Job, outcome: PollOutcome) -> StoredResult:
+        raise NotImplementedError
+
+    # -- submission ----------------------------------------------------------------------------------------------
+    def submit(self, job: Job, config: ExtractorConfig) -> Submitted:
+        """POST the submission with the spec's retries; raise ``SubmissionError`` when it fails."""
+        settings = self.settings
+        body = self.body(job, config)  # refuses (blank agent, no signed URL) before anything is sent
+        try:
+            token = config.token(settings)
+        except TokenError as exc:
+            raise SubmissionError(f"no bearer token for the extractor: {exc}") from None
+        allowed = extractor_allowlist(settings)
+        payload = orjson.dumps(body)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        bearer = Bearer.for_url(token, config.extraction_url)
+        last = ""
+        for attempt in range(1, settings.submit_max_attempts + 1):
+            try:
+                resp = self.outbound.fetch(
+                    "POST",
+                    config.extraction_url,
+                    allowed=allowed,
+                    data=payload,
+                    headers=headers,
+                    bearer=bearer,
+                    timeout_s=settings.http_timeout_s,
+                    body_limit=MAX_ANSWER_BYTES,
+                )
+            except OutboundRefused as exc:
+                raise SubmissionError(f"submission refused: {exc.reason}") from None
+            except OutboundFailed as exc:
+                last = f"transport error: {exc.reason}"
+            else:
+                if 200 <= resp.status < 300:
+                    return Submitted(run_id_from_answer(self.run_id_key, resp.body), resp.status, attempt)
+                last = f"HTTP {resp.status}"
+            log.warning("job %s: submission attempt %d failed: %s", job.job_id, attempt, last)
+            if attempt < settings.submit_max_attempts:
+                self.sleep(settings.submit_retry_delay_ms / 1000)
+        raise SubmissionError(f"submission failed after {settings.submit_max_attempts} attempts (last: {last})")
+
+    # -- polling -------------------------------------------------------------------------------------------------
+    def poll(self, job: Job, config: ExtractorConfig) -> PollOutcome:
+        answer = self._poll_json(job, config)
+        if isinstance(answer, PollOutcome):
+            return answer
+        return self.read_answer(answer, config)
+
+    def _poll_json(self, job: Job, config: ExtractorConfig) -> dict[str, Any] | PollOutcome:
+        settings = self.settings
+        if not config.polling_url:
+            return PollOutcome.failed("the extractor has no pollingUrl: polling cannot proceed")
+        if not job.run_id:
+            return PollOutcome.failed("the job has no runId: polling cannot proceed")
+        url = f"{config.polling_url.rstrip('/')}/{quote(job.run_id, safe='')}"
+        try:
+            token = config.token(settings)
+        except TokenRefused as exc:
+            return PollOutcome.failed(str(exc))
+        except TokenError as exc:
+            return PollOutcome.processing(f"polling request error: {exc}")
+        try:
+            resp = self.outbound.fetch(
+                "GET",
+                url,
+                allowed=extractor_allowlist(settings),
+                headers={"Accept": "application/json"},
+                bearer=Bearer.for_url(token, config.polling_url),
+                timeout_s=settings.http_timeout_s,
+                body_limit=MAX_ANSWER_BYTES,
+            )
+        except OutboundRefused as exc:
+            return PollOutcome.failed(f"polling refused: {exc.reason}")
+        except OutboundFailed as exc:
+            return PollOutcome.processing(f"polling request error: {exc.reason}")
+        if not 200 <= resp.status < 300:
+            return PollOutcome.processing(f"polling request error: HTTP {resp.status}")
+        if resp.overflow:
+            return PollOutcome.processing("polling request error: answer over 4 MiB")
+        try:
+            answer = orjson.loads(resp.body)
+        except orjson.JSONDecodeError:
+            return PollOutcome.processing("polling request error: the answer is not JSON")
+        if not isinstance(answer, dict):
+            return PollOutcome.processing("polling request error: the answer is not a JSON object")
         return answer
-    raw = answer.get("Status")
-    status = raw.strip().lower() if isinstance(raw, str) else None
-    if status == "complete":
-        # Raises ResultError when the payload cannot be had: the poll loop retries or fails the job.
-        # The extractor's token goes with a result URL only on the pollingUrl's own origin (its own API).
-        bearer = Bearer.for_url(_token_or_none(config, settings), config.polling_url)
-        resolved = resolve_docsai_payload(answer.get("Payload"), settings, bearer=bearer)
-        return PollOutcome.succeeded(
-            resolved.data, extractor_status=raw, details={"content_type": resolved.content_type}
+
+    def _token_or_none(self, config: ExtractorConfig) -> str | None:
+        try:
+            return config.token(self.settings)
+        except TokenError:
+            return None
+
+
+class DocsaiClient(HttpExtractorClient):
+    """DOCSAI: the body carries a read-only SAS of the event's own accepted file; ``Status`` answers; ``Payload``."""
+
+    kind = ExtractorType.DOCSAI
+    run_id_key = "ExtractedEntityId"
+
+    def body(self, job: Job, config: ExtractorConfig) -> dict[str, Any]:
+        try:
+            ref = accepted_file_ref(self.settings, job.file_location_url, job.client_application_id)
+            file_url = signed_read_url(self.settings, ref)
+        except ValueError as exc:
+            raise SubmissionError(f"no signed URL for the file: {exc}") from None
+        return docsai_body(job, file_url)
+
+    def read_answer(self, answer: dict[str, Any], config: ExtractorConfig) -> PollOutcome:
+        raw = answer.get("Status")
+        status = raw.strip().lower() if isinstance(raw, str) else None
+        if status == "complete":
+            # Raises ResultError when the payload cannot be had: the poll loop retries or fails the job.
+            # The extractor's token goes with a result URL only on the pollingUrl's own origin (its own API).
+            bearer = Bearer.for_url(self._token_or_none(config), config.polling_url)
+            resolved = resolve_docsai_payload(
+                answer.get("Payload"), self.settings, bearer=bearer, outbound=self.outbound
+            )
+            return PollOutcome.succeeded(
+                resolved.data, extractor_status=raw, details={"content_type": resolved.content_type}
+            )
+        if status == "failed":
+            detail = _message(answer, "message", "Message", "error")
+            return PollOutcome.failed(
+                "DOCSAI reported failed" + (f": {detail}" if detail else ""), extractor_status=raw
+            )
+        return PollOutcome.processing(extractor_status=raw if isinstance(raw, str) else None)
+
+    def result(self, job: Job, outcome: PollOutcome) -> StoredResult:
+        return store_result_document(self.settings, job, outcome)
+
+
+class DbricksClient(HttpExtractorClient):
+    """DBRICKS: the body names the file's path and the agent; ``overall_status`` answers; result blobs to Palantir."""
+
+    kind = ExtractorType.DBRICKS
+    run_id_key = "id"
+
+    def body(self, job: Job, config: ExtractorConfig) -> dict[str, Any]:
+        return dbricks_body(job, config, self.settings.azure_client_id)
+
+    def read_answer(self, answer: dict[str, Any], config: ExtractorConfig) -> PollOutcome:
+        raw = answer.get("overall_status")
+        status = raw.strip().upper() if isinstance(raw, str) else None
+        if status == "COMPLETED":
+            tasks = answer.get("tasks")
+            urls = tuple(
+                t["result_url"].strip()
+                for t in (tasks if isinstance(tasks, list) else [])
+                if isinstance(t, dict) and isinstance(t.get("result_url"), str) and t["result_url"].strip()
+            )
+            return PollOutcome.succeeded(None, result_urls=urls, extractor_status=raw)
+        if status in ("FAILED", "CANCELLED"):
+            detail = _message(answer, "error", "message", "status_message")
+            return PollOutcome.failed(
+                f"DBRICKS reported {status}" + (f": {detail}" if detail else ""), extractor_status=raw
+            )
+        return PollOutcome.processing(extractor_status=raw if isinstance(raw, str) else None)
+
+    def result(self, job: Job, outcome: PollOutcome) -> StoredResult:
+        if not outcome.result_urls:
+            return StoredResult()
+        urls = ingest_dbricks_results(
+            self.settings,
+            job.client_application_id,
+            job.file_id,
+            job.job_id,
+            outcome.result_urls,
+            sleep=self.sleep,
+            outbound=self.outbound,
         )
-    if status == "failed":
-        detail = _message(answer, "message", "Message", "error")
-        return PollOutcome.failed("DOCSAI reported failed" + (f": {detail}" if detail else ""), extractor_status=raw)
-    return PollOutcome.processing(extractor_status=raw if isinstance(raw, str) else None)
+        return StoredResult(urls=urls)
 
-
-def poll_dbricks(job: Job, config: ExtractorConfig, settings: OrchestrationSettings) -> PollOutcome:
-    answer = _poll_json(job, config, settings)
-    if isinstance(answer, PollOutcome):
-        return answer
-    raw = answer.get("overall_status")
-    status = raw.strip().upper() if isinstance(raw, str) else None
-    if status == "COMPLETED":
-        tasks = answer.get("tasks")
-        urls = tuple(
-            t["result_url"].strip()
-            for t in (tasks if isinstance(tasks, list) else [])
-            if isinstance(t, dict) and isinstance(t.get("result_url"), str) and t["result_url"].strip()
-        )
-        return PollOutcome.succeeded(None, result_urls=urls, extractor_status=raw)
-    if status in ("FAILED", "CANCELLED"):
-        detail = _message(answer, "error", "message", "status_message")
-        return PollOutcome.failed(
-            f"DBRICKS reported {status}" + (f": {detail}" if detail else ""), extractor_status=raw
-        )
-    return PollOutcome.processing(extractor_status=raw if isinstance(raw, str) else None)
-
-
-register_poll_handler("DOCSAI", poll_docsai)
-register_poll_handler("DBRICKS", poll_dbricks)
 
 __all__ = [
+    "DbricksClient",
+    "DocsaiClient",
+    "HttpExtractorClient",
     "ResultError",
     "SubmissionError",
     "Submitted",
     "dbricks_body",
     "docsai_body",
-    "poll_dbricks",
-    "poll_docsai",
-    "submission_body",
-    "submit",
+    "source_path",
 ]

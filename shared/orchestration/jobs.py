@@ -37,9 +37,11 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
+from shared.orchestration.extractor_type import ExtractorType
 from shared.orchestration.status import EventType, JobStatus, StatusEvent
+from shared.orchestration.storage_protocols import EntityTable
 
 if TYPE_CHECKING:
     from shared.orchestration.registration import ExtractorConfig
@@ -97,7 +99,7 @@ class Job:
     file_name: str | None = None
     content_type: str | None = None
     size_bytes: int | None = None
-    extractor_type: str | None = None
+    extractor_type: ExtractorType | None = None
     extractor_config: str | None = None  # the validated ExtractorConfig as JSON (a snapshot taken at submission)
     run_id: str | None = None
     attempt: int = 0  # the poll attempt the next poll message is for (1 = first poll); 0 until polling starts
@@ -180,7 +182,7 @@ def _to_entity(job: Job) -> dict[str, Any]:
         "FileName": job.file_name,
         "ContentType": job.content_type,
         "SizeBytes": job.size_bytes,
-        "ExtractorType": job.extractor_type,
+        "ExtractorType": str(job.extractor_type) if job.extractor_type is not None else None,
         "ExtractorConfig": job.extractor_config,
         "RunId": job.run_id,
         "Attempt": job.attempt,
@@ -226,7 +228,7 @@ def _from_entity(e: Any) -> Job:
         file_name=e.get("FileName"),
         content_type=e.get("ContentType"),
         size_bytes=opt_int("SizeBytes"),
-        extractor_type=e.get("ExtractorType"),
+        extractor_type=ExtractorType.parse(e.get("ExtractorType")),
         extractor_config=e.get("ExtractorConfig"),
         run_id=e.get("RunId"),
         attempt=int(e.get("Attempt") or 0),
@@ -250,7 +252,7 @@ def _event_row(seq: int) -> str:
 
 
 class JobStore:
-    def __init__(self, table: TableClient, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, table: EntityTable, clock: Callable[[], datetime] = utcnow) -> None:
         self.table = table
         self.clock = clock
 

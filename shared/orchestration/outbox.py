@@ -45,7 +45,7 @@ from shared.orchestration.jobs import (
 from shared.orchestration.status import StatusEvent, StatusPublisher
 
 if TYPE_CHECKING:
-    from shared.orchestration.runtime import Deps
+    from shared.orchestration.deps import Deps
 
 log = logging.getLogger(__name__)
 

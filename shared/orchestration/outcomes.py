@@ -1,36 +1,15 @@
-"""What one poll attempt of a job found, and the registry of poll handlers by extractor type.
+"""What one poll attempt of a job found: ``PollOutcome``.
 
-A poll handler is ``handler(job, config, settings) -> PollOutcome``:
-
-- ``job`` is the ``shared.orchestration.jobs.Job`` being polled (ids, source file, run id, attempt number),
-- ``config`` is its validated ``shared.orchestration.registration.ExtractorConfig`` (extra registration fields are
-  kept on it, ``config.model_extra``),
-- ``settings`` is the ``OrchestrationSettings``.
-
-It must not raise for anything the extractor does (an exception is logged and counted as a Processing attempt), and
-it must not touch the job's state: the poll loop owns state, attempts, backoff, result storage and events.
-
-DOCSAI and DBRICKS register here from ``shared.orchestration.clients``. The LOOM handler lives in
-``shared.loom.job`` (or ``shared.loom_job``) and registers itself on import::
-
-    from shared.orchestration.outcomes import register_poll_handler
-    register_poll_handler("LOOM", run_loom_attempt)
-
-The poll loop imports that module the first time it needs a "LOOM" handler that is not registered yet.
+Every ``ExtractorClient.poll`` (``shared.orchestration.extractor_client``) returns one. It must not raise for
+anything the extractor does (an exception is logged and counted as a Processing attempt), and it must not touch the
+job's state: the poll loop owns state, attempts, backoff, result storage and events.
 """
 
 from __future__ import annotations
 
 import enum
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from shared.orchestration.jobs import Job
-    from shared.orchestration.registration import ExtractorConfig
-    from shared.orchestration.settings import OrchestrationSettings
+from typing import Any
 
 
 class PollStatus(enum.StrEnum):
@@ -71,43 +50,3 @@ class PollOutcome:
     @classmethod
     def processing(cls, reason: str = "", **kw: Any) -> PollOutcome:
         return cls(PollStatus.PROCESSING, reason=reason, **kw)
-
-
-PollHandler = Callable[["Job", "ExtractorConfig", "OrchestrationSettings"], PollOutcome]
-
-POLL_HANDLERS: dict[str, PollHandler] = {}
-"""Poll handlers by extractorType ("DOCSAI", "DBRICKS", "LOOM")."""
-
-_lock = threading.Lock()
-
-# Modules that register a handler when imported, by extractor type (the first that exists is imported).
-HANDLER_MODULES: dict[str, tuple[str, ...]] = {
-    "DOCSAI": ("shared.orchestration.clients",),
-    "DBRICKS": ("shared.orchestration.clients",),
-    "LOOM": ("shared.loom.job", "shared.loom_job"),
-}
-
-
-def register_poll_handler(extractor_type: str, handler: PollHandler) -> None:
-    with _lock:
-        POLL_HANDLERS[extractor_type.upper()] = handler
-
-
-def poll_handler_for(extractor_type: str) -> PollHandler | None:
-    """The registered handler, importing the module that registers it the first time; None if there is none."""
-    key = extractor_type.upper()
-    handler = POLL_HANDLERS.get(key)
-    if handler is None:
-        import importlib
-
-        for module in HANDLER_MODULES.get(key, ()):
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name is None or not module.startswith(exc.name):  # the module exists; an import inside failed
-                    raise
-                continue
-            handler = POLL_HANDLERS.get(key)
-            if handler is not None:
-                break
-    return handler

@@ -6,8 +6,8 @@ A poll message says which attempt it is for (``{"jobId", "attempt"}``). ``handle
    message can never start a second poll chain or count an attempt twice);
 2. re-enqueues it with the remaining delay when it arrived before the job's next poll time (more than 1 s early);
 3. re-enqueues it after the lease when another worker holds the job's poll lease (``POLL_LEASE_SECONDS``);
-4. claims the attempt (ETag-guarded lease), runs the extractor type's poll handler (``outcomes.POLL_HANDLERS``);
-5. on Succeeded stores the result / ingests DBRICKS results and marks the job Succeeded (events Succeeded and
+4. claims the attempt (ETag-guarded lease), polls with the job's ``ExtractorClient`` (``deps.extractors``);
+5. on Succeeded has the client store its result (DBRICKS: ingest) and marks the job Succeeded (events Succeeded and
    ExtractedResult); on Failed marks it Failed; on Processing either stops (``attemptNumber >= maxPollingAttempts``
    or ``jobAgeMs > maxDurationMs``: Failed) or moves the job to the next attempt and enqueues its message with the
    backoff delay as visibility timeout (event Processing).
@@ -27,17 +27,12 @@ from datetime import timedelta
 from typing import Final
 
 from shared.orchestration.backoff import delay_ms, resolve_tracking, stop_reason
+from shared.orchestration.deps import Deps
+from shared.orchestration.extractor_client import StoredResult
 from shared.orchestration.jobs import Change, EventDraft, Job, JobState
 from shared.orchestration.outbox import JobHandle
-from shared.orchestration.outcomes import PollOutcome, PollStatus, poll_handler_for
-from shared.orchestration.results import (
-    ResolvedResult,
-    ResultError,
-    ingest_dbricks_results,
-    result_blob_name,
-    store_result,
-)
-from shared.orchestration.runtime import Deps
+from shared.orchestration.outcomes import PollOutcome, PollStatus
+from shared.orchestration.results import ResultError
 from shared.orchestration.scheduling import PollMessage, PollMessageError, enqueue_poll
 from shared.orchestration.status import EventType, JobStatus
 
@@ -100,10 +95,10 @@ def claim_attempt(msg: PollMessage, deps: Deps, *, handle: JobHandle | None = No
             seen.append(Action.BUSY)
             return None
         until = now + timedelta(seconds=deps.settings.poll_lease_s)
-        # A LOOM job's first attempt is its extract call: from here the file is being processed.
-        events = (
-            (EventDraft(JobStatus.PROCESSING, attempt=1),) if job.extractor_type == "LOOM" and job.attempt == 1 else ()
-        )
+        # A job that is not submitted (LOOM) does its work in its first attempt: from here the file is being processed.
+        client = deps.extractor(job.extractor_type)
+        starts_here = client is not None and not client.submits and job.attempt == 1
+        events = (EventDraft(JobStatus.PROCESSING, attempt=1),) if starts_here else ()
         return Change(replace(job, lease_id=lease, lease_until=until, updated_at=now), events)
 
     job, changed = handle.mutate(decide)
@@ -129,21 +124,20 @@ def claim_attempt(msg: PollMessage, deps: Deps, *, handle: JobHandle | None = No
 
 
 def poll_once(job: Job, deps: Deps) -> PollOutcome | ResultError:
-    """Run the job's poll handler with ``deps.settings``."""
-    extractor_type = job.extractor_type or ""
-    handler = poll_handler_for(extractor_type)
-    if handler is None:
-        return PollOutcome.failed(f"no poll handler is registered for extractor type {extractor_type!r}")
+    """Poll the job once with its extractor kind's client."""
+    client = deps.extractor(job.extractor_type)
+    if client is None:
+        return PollOutcome.failed(f"no extractor client for extractor type {str(job.extractor_type)!r}")
     try:
         config = job.config()
     except ValueError as exc:
         return PollOutcome.failed(f"the job's extractor configuration is unusable: {exc}")
     try:
-        outcome = handler(job, config, deps.settings)
+        outcome = client.poll(job, config)
     except ResultError as exc:
         return exc
-    except Exception as exc:  # a handler bug or an unexpected answer: count the attempt, keep polling
-        log.exception("job %s: %s poll handler raised", job.job_id, extractor_type)
+    except Exception as exc:  # a client bug or an unexpected answer: count the attempt, keep polling
+        log.exception("job %s: %s poll handler raised", job.job_id, client.kind)
         return PollOutcome.processing(f"poll handler error: {type(exc).__name__}")
     if not isinstance(outcome, PollOutcome):
         return PollOutcome.processing(f"poll handler returned {type(outcome).__name__}, not a PollOutcome")
@@ -160,11 +154,11 @@ def complete_attempt(
     h = handle if handle is not None and handle.job_id == job.job_id else JobHandle.of(deps, job.job_id)
     if isinstance(outcome, PollOutcome) and outcome.status == PollStatus.SUCCEEDED:
         try:
-            location, urls = _handle_result(job, outcome, deps)
+            stored = _store_result(job, outcome, deps)
         except ResultError as exc:
             outcome_or_error: PollOutcome | ResultError = exc
         else:
-            return _finish(job, deps, h, succeeded=(location, urls, outcome))
+            return _finish(job, deps, h, succeeded=stored)
     else:
         outcome_or_error = outcome
     if isinstance(outcome_or_error, ResultError):
@@ -174,18 +168,11 @@ def complete_attempt(
     return _reschedule(job, outcome_or_error.reason or None, deps, h, result_failures=0)
 
 
-def _handle_result(job: Job, outcome: PollOutcome, deps: Deps) -> tuple[str | None, tuple[str, ...]]:
-    location: str | None = None
-    urls: tuple[str, ...] = ()
-    if outcome.result is not None:
-        content_type = str(outcome.details.get("content_type") or "application/json")
-        name = result_blob_name(job.client_application_id, job.file_id, job.job_id)
-        location = store_result(deps.settings, name, ResolvedResult(outcome.result, content_type))
-    if outcome.result_urls:
-        urls = ingest_dbricks_results(
-            deps.settings, job.client_application_id, job.file_id, job.job_id, outcome.result_urls, sleep=deps.sleep
-        )
-    return location, urls
+def _store_result(job: Job, outcome: PollOutcome, deps: Deps) -> StoredResult:
+    client = deps.extractor(job.extractor_type)
+    if client is None:  # poll_once found it; a job's kind does not change
+        raise ResultError(f"no extractor client for extractor type {str(job.extractor_type)!r}", permanent=True)
+    return client.result(job, outcome)
 
 
 def _guarded(job: Job, handle: JobHandle, build: Change) -> tuple[Job | None, bool]:
@@ -205,12 +192,12 @@ def _finish(
     handle: JobHandle,
     *,
     failed: str | None = None,
-    succeeded: tuple[str | None, tuple[str, ...], PollOutcome] | None = None,
+    succeeded: StoredResult | None = None,
 ) -> PollResult:
     now = deps.now()
     base = replace(job, lease_id=None, lease_until=None, updated_at=now)
     if succeeded is not None:
-        location, urls, _ = succeeded
+        location, urls = succeeded.location, succeeded.urls
         change = Change(
             replace(base, state=JobState.SUCCEEDED, result_location=location, result_urls=urls, reason=None),
             (

@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Final
 from urllib.parse import quote
 
 import orjson
@@ -42,17 +42,17 @@ from pydantic import (
 
 from shared.orchestration.auth import TokenError, bearer_token, token_setting_refusal
 from shared.orchestration.backoff import JobTrackingConfig
+from shared.orchestration.extractor_type import ExtractorType
 from shared.orchestration.settings import (
     ALLOW_EVENT_REGISTRATION,
     EXTRACTOR_ALLOWED_HOSTS,
     REGISTRATION_API_URL,
     OrchestrationSettings,
 )
-from shared.outbound import Allowlist, Bearer, OutboundFailed, OutboundRefused, host_entry
+from shared.outbound import Allowlist, Bearer, Outbound, OutboundFailed, OutboundRefused, host_entry
 
 log = logging.getLogger(__name__)
 
-EXTRACTOR_TYPES: Final = ("DOCSAI", "DBRICKS", "LOOM")
 MAX_CONFIG_BYTES: Final = 32 * 1024  # the validated config is kept on the job entity (64 KiB property limit)
 MAX_REGISTRATION_BYTES: Final = 4 * 1024 * 1024
 
@@ -93,7 +93,7 @@ class ExtractorConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True, str_strip_whitespace=True)
 
-    extractor_type: Literal["DOCSAI", "DBRICKS", "LOOM"] = Field(validation_alias=AliasChoices("extractorType"))
+    extractor_type: ExtractorType = Field(validation_alias=AliasChoices("extractorType"))
     extraction_url: StrictStr = Field(
         max_length=2048, pattern=r"^https?://[^\s]+$", validation_alias=AliasChoices("extractionUrl")
     )
@@ -113,7 +113,7 @@ class ExtractorConfig(BaseModel):
 
     @model_validator(mode="after")
     def _auth_required(self) -> ExtractorConfig:
-        if self.extractor_type in ("DOCSAI", "DBRICKS") and self.auth is None:
+        if self.extractor_type in (ExtractorType.DOCSAI, ExtractorType.DBRICKS) and self.auth is None:
             raise ValueError(
                 f"{self.extractor_type} needs auth: a token source ({{'setting': NAME}} or {{'scope': SCOPE}})"
             )
@@ -197,8 +197,10 @@ class RegistrationResolver:
         *,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        outbound: Outbound | None = None,
     ) -> None:
         self.settings = settings
+        self.outbound = outbound or settings.outbound()  # the composition root hands in the one transport
         self.monotonic = monotonic
         self.sleep = sleep
         self._cache: dict[str, tuple[float, Any]] = {}
@@ -256,7 +258,7 @@ class RegistrationResolver:
             except TokenError as exc:
                 raise RegistrationUnavailable(str(exc)) from None
         allowed = Allowlist((host_entry(s.registration_api_url or url),), REGISTRATION_API_URL, "registration API")
-        outbound = s.outbound()
+        outbound = self.outbound
         last = ""
         for attempt in range(1, s.submit_max_attempts + 1):
             try:
@@ -293,7 +295,6 @@ class RegistrationResolver:
 
 
 __all__ = [
-    "EXTRACTOR_TYPES",
     "ExtractorConfig",
     "NoUsableExtractor",
     "RegistrationResolver",

@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 import orjson
@@ -39,9 +39,14 @@ from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.storage.blob import ContentSettings
 
 from shared.orchestration.auth import TokenError, bearer_token
+from shared.orchestration.extractor_client import StoredResult
 from shared.orchestration.settings import PALANTIR_INGEST_URL, RESULT_DOWNLOAD_ALLOWED_HOSTS, OrchestrationSettings
 from shared.orchestration.storage import blob_service, blob_url, parse_blob_url
-from shared.outbound import Allowlist, Bearer, OutboundFailed, OutboundRefused, Resolver, host_entry
+from shared.outbound import Allowlist, Bearer, Outbound, OutboundFailed, OutboundRefused, Resolver, host_entry
+
+if TYPE_CHECKING:
+    from shared.orchestration.jobs import Job
+    from shared.orchestration.outcomes import PollOutcome
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +81,12 @@ class ResolvedResult:
 
 
 def resolve_docsai_payload(
-    payload: Any, settings: OrchestrationSettings, *, resolver: Resolver | None = None, bearer: Bearer | None = None
+    payload: Any,
+    settings: OrchestrationSettings,
+    *,
+    resolver: Resolver | None = None,
+    bearer: Bearer | None = None,
+    outbound: Outbound | None = None,
 ) -> ResolvedResult:
     if isinstance(payload, dict | list):
         return ResolvedResult(orjson.dumps(payload))
@@ -86,7 +96,7 @@ def resolve_docsai_payload(
         if low.startswith("data:"):
             return decode_data_url(text, settings.result_download_max_bytes)
         if low.startswith(("http://", "https://")):
-            return ResolvedResult(download_result(text, settings, resolver=resolver, bearer=bearer))
+            return ResolvedResult(download_result(text, settings, resolver=resolver, bearer=bearer, outbound=outbound))
         raise ResultError("the Payload string is neither a data URL nor an http(s) URL", permanent=True)
     if payload is None:
         raise ResultError("the extractor reported complete without a Payload", permanent=True)
@@ -114,10 +124,16 @@ def decode_data_url(url: str, max_bytes: int) -> ResolvedResult:
 
 
 def download_result(
-    url: str, settings: OrchestrationSettings, *, resolver: Resolver | None = None, bearer: Bearer | None = None
+    url: str,
+    settings: OrchestrationSettings,
+    *,
+    resolver: Resolver | None = None,
+    bearer: Bearer | None = None,
+    outbound: Outbound | None = None,
 ) -> bytes:
-    """Fetch a result URL under the outbound policy and the download limits above."""
-    outbound = settings.outbound()
+    """Fetch a result URL under the outbound policy and the download limits above (``outbound``: the transport the
+    composition root built; by default one from ``settings``)."""
+    outbound = outbound or settings.outbound()
     if resolver is not None:
         outbound = replace(outbound, resolver=resolver)
     max_bytes = settings.result_download_max_bytes
@@ -163,6 +179,15 @@ def store_result(settings: OrchestrationSettings, blob_name: str, result: Resolv
 
 # ---------------------------------------------------------------------------------------------------------------
 # DBRICKS results -> Palantir
+
+
+def store_result_document(settings: OrchestrationSettings, job: Job, outcome: PollOutcome) -> StoredResult:
+    """A Succeeded outcome's result bytes (DOCSAI, LOOM) as the job's ``result.json``; nothing when it holds none."""
+    if outcome.result is None:
+        return StoredResult()
+    content_type = str(outcome.details.get("content_type") or "application/json")
+    name = result_blob_name(job.client_application_id, job.file_id, job.job_id)
+    return StoredResult(location=store_result(settings, name, ResolvedResult(outcome.result, content_type)))
 
 
 def result_url_to_blob(url: str, settings: OrchestrationSettings, prefix: str) -> str:
@@ -221,6 +246,7 @@ def palantir_upload(
     data: bytes,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    outbound: Outbound | None = None,
 ) -> None:
     s = settings
     if not s.palantir_ingest_url or not s.palantir_dataset_rid:
@@ -233,7 +259,7 @@ def palantir_upload(
     params = {"filePath": file_path}
     if s.palantir_branch_id:
         params["branchId"] = s.palantir_branch_id
-    outbound = s.outbound()
+    outbound = outbound or s.outbound()
     allowed = Allowlist((host_entry(s.palantir_ingest_url),), PALANTIR_INGEST_URL, "Palantir")
     bearer = Bearer.for_url(token, s.palantir_ingest_url)
     last = ""
@@ -275,10 +301,11 @@ def ingest_dbricks_results(
     result_urls: tuple[str, ...],
     *,
     sleep: Callable[[float], None] = time.sleep,
+    outbound: Outbound | None = None,
 ) -> tuple[str, ...]:
     """Read each result blob and send it to Palantir as ``<app>/<file>/<job>/<name>``; return the URLs."""
     prefix = output_prefix(client_application_id, file_id, job_id)
     names = [result_url_to_blob(u, settings, prefix) for u in result_urls]  # check every URL before any upload
     for name in names:
-        palantir_upload(settings, name, read_result_blob(settings, name), sleep=sleep)
+        palantir_upload(settings, name, read_result_blob(settings, name), sleep=sleep, outbound=outbound)
     return result_urls

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from shared.orchestration.settings import MAX_VISIBILITY_SECONDS
+from shared.orchestration.storage_protocols import MessageQueue
 
 
 class PollMessageError(ValueError):
@@ -47,7 +48,7 @@ def visibility_seconds(delay_ms: float) -> int:
     return min(MAX_VISIBILITY_SECONDS, max(0, math.ceil(delay_ms / 1000)))
 
 
-def enqueue_poll(queue: Any, job_id: str, attempt: int, delay_ms: float) -> Any:
+def enqueue_poll(queue: MessageQueue, job_id: str, attempt: int, delay_ms: float) -> Any:
     """Send the poll message for ``attempt``; it becomes visible after ``delay_ms`` (rounded up to seconds)."""
     return queue.send_message(
         PollMessage(job_id, attempt).to_text(), visibility_timeout=visibility_seconds(delay_ms), time_to_live=-1

@@ -169,7 +169,7 @@ class OrchestrationSettings:
     palantir_branch_id: str | None = None
     # The environment the settings were read from: secret settings named by a registration are read from here.
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
-    # Per-settings runtime objects (HTTP session, credential), created lazily; see ``cached``.
+    # Per-settings storage clients and credential, created lazily; see ``cached``.
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -256,7 +256,7 @@ class OrchestrationSettings:
         return value.strip() if value and value.strip() else None
 
     def cached(self, key: str, factory: Callable[[], Any]) -> Any:
-        """A runtime object (HTTP session, credential) created once per settings object."""
+        """A storage client or credential created once per settings object (``shared.orchestration.storage``)."""
         with self._lock:
             if key not in self._cache:
                 self._cache[key] = factory()
@@ -369,16 +369,3 @@ class _Reader:
             if not bare or "/" in bare or "*" in bare:
                 self.errors.append(f"{name}: {h!r} is not a host name, host:port or *.domain")
         return hosts
-
-
-_settings: OrchestrationSettings | None = None
-_settings_lock = threading.Lock()
-
-
-def get_settings() -> OrchestrationSettings:
-    """The process's settings, read from ``os.environ`` at first use (so importing a function app needs none)."""
-    global _settings  # noqa: PLW0603 - one validated settings object per process
-    with _settings_lock:
-        if _settings is None:
-            _settings = OrchestrationSettings.from_env()
-        return _settings

@@ -33,6 +33,7 @@ import orjson
 from azure.eventhub import EventData, EventDataBatch
 
 from shared.orchestration.settings import OrchestrationSettings
+from shared.orchestration.storage_protocols import MessageQueue
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +191,7 @@ class EventHubStatusPublisher:
 class QueueStatusPublisher:
     """Local stand-in for the job-status Event Hub: the same JSON, one Storage queue message per event, in order."""
 
-    def __init__(self, queue_client: Any) -> None:
+    def __init__(self, queue_client: MessageQueue) -> None:
         self.queue = queue_client
 
     def publish(self, job_id: str, events: Sequence[StatusEvent]) -> None:

@@ -7,10 +7,10 @@ each body becomes exactly one job whatever the redelivery:
 2. the job id is derived from the event (see ``events``); an existing job is not created again;
 3. the registration is looked up; the job is created (with its ``Queued`` event) or, with no usable extractor,
    created as ``Failed`` with the reason;
-4. ``advance_job``: DOCSAI/DBRICKS are submitted (``Submitting`` is recorded *before* the POST, under a lease);
-   the run id is recorded and the first poll message is enqueued with the backoff delay (``Started``).
-   LOOM jobs are not submitted: they are created ``Polling`` (events Queued and Started in the creating transaction)
-   and their first poll, enqueued at once, performs the extract call.
+4. ``advance_job``: a kind whose client ``submits`` (DOCSAI/DBRICKS) is submitted (``Submitting`` is recorded
+   *before* the POST, under a lease); the run id is recorded and the first poll message is enqueued with the backoff
+   delay (``Started``). A kind whose client does not (LOOM) is created ``Polling`` (events Queued and Started in the
+   creating transaction) and its first poll, enqueued at once, performs the extract call.
 
 Exactly-once submission: at most once, with detection. A job is submitted only by the caller that moved it from
 ``Queued`` to ``Submitting`` (ETag-guarded, so only one of any number of concurrent duplicates). If that caller
@@ -34,12 +34,12 @@ from typing import Final
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 
 from shared.orchestration.backoff import delay_ms, resolve_tracking
-from shared.orchestration.clients import SubmissionError, submit
+from shared.orchestration.deps import Deps
 from shared.orchestration.events import AcceptedFileEvent, EventError, parse_accepted_event, poison_blob_name
+from shared.orchestration.extractor_client import SubmissionError
 from shared.orchestration.jobs import Change, EventDraft, Job, JobState
 from shared.orchestration.outbox import JobHandle
 from shared.orchestration.registration import ExtractorConfig, NoUsableExtractor, RegistrationUnavailable
-from shared.orchestration.runtime import Deps
 from shared.orchestration.scheduling import enqueue_poll
 from shared.orchestration.status import JobStatus
 from shared.orchestration.storage import blob_service
@@ -176,7 +176,7 @@ def accept_event(event: AcceptedFileEvent, deps: Deps) -> tuple[Job, bool]:
             extractor_config=config.to_json(),
             deadline=now + timedelta(milliseconds=tracking.max_duration_ms),
         )
-        if config.extractor_type == "LOOM":
+        if not _submits(config, deps):
             job = replace(job, state=JobState.POLLING, attempt=1, next_poll_at=now, last_delay_ms=0)
             drafts.append(EventDraft(JobStatus.STARTED))
     stored, created = handle.create(job, drafts)
@@ -200,9 +200,8 @@ def advance_job(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> 
     if job is None:
         return None
     if job.state == JobState.QUEUED:
-        config = job.config()
-        if config.extractor_type == "LOOM":
-            return start_loom(job_id, deps, handle=handle)
+        if not _submits(job.config(), deps):
+            return start_polling(job_id, deps, handle=handle)
         return submit_job(job_id, deps, handle=handle)
     if job.state == JobState.SUBMITTING and not job.lease_held(deps.now()):
         return fail_job(
@@ -217,10 +216,16 @@ def advance_job(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> 
     return handle.job
 
 
-def start_loom(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> Job | None:
-    """Queued -> Polling for attempt 1, due now; the first poll performs the LOOM extract call.
+def _submits(config: ExtractorConfig, deps: Deps) -> bool:
+    """Whether the kind's jobs are submitted before polling (a kind with no client is: its submission fails)."""
+    client = deps.extractor(config.extractor_type)
+    return client is None or client.submits
 
-    (New LOOM jobs are created Polling; this moves a LOOM job that was recorded Queued.)"""
+
+def start_polling(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> Job | None:
+    """Queued -> Polling for attempt 1, due now, for a kind that is not submitted: the first poll does the work.
+
+    (New LOOM jobs are created Polling; this moves a LOOM job that was recorded Queued, by an older version.)"""
     handle = handle or JobHandle.of(deps, job_id)
 
     def decide(job: Job) -> Change | None:
@@ -316,8 +321,12 @@ def submit_job(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> J
     if claimed is None:
         return handle.job
     assert claimed.lease_id is not None
+    config = claimed.config()
+    client = deps.extractor(config.extractor_type)
     try:
-        submitted = submit(claimed, claimed.config(), deps.settings, sleep=deps.sleep)
+        if client is None:
+            raise SubmissionError(f"no extractor client for extractor type {str(config.extractor_type)!r}")
+        submitted = client.submit(claimed, config)
     except SubmissionError as exc:
         return fail_job(
             job_id, exc.reason, deps, only_states=(JobState.SUBMITTING,), lease_id=claimed.lease_id, handle=handle

@@ -21,9 +21,9 @@ import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from shared.orchestration.deps import Deps
 from shared.orchestration.jobs import Change, Job, JobState
 from shared.orchestration.outbox import JobHandle
-from shared.orchestration.runtime import Deps
 from shared.orchestration.scheduling import enqueue_poll
 from shared.orchestration.submit import advance_job, fail_job
 

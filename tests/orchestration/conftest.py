@@ -17,9 +17,14 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient
 
-from shared.orchestration.outcomes import POLL_HANDLERS
+from shared.loom.job import LoomExtractorClient
+from shared.orchestration.composition import build_deps
+from shared.orchestration.deps import Deps
+from shared.orchestration.extractor_type import ExtractorType
+from shared.orchestration.jobs import Job
+from shared.orchestration.outcomes import PollOutcome
 from shared.orchestration.poll import PollResult, handle_poll_message
-from shared.orchestration.runtime import Deps, build_deps
+from shared.orchestration.registration import ExtractorConfig
 from shared.orchestration.settings import OrchestrationSettings
 from shared.orchestration.status import QueueStatusPublisher
 
@@ -273,6 +278,19 @@ class Clock:
 # ---------------------------------------------------------------------------------------------------------------
 # The orchestration under test
 
+LoomAttempt = Callable[[Job, ExtractorConfig, OrchestrationSettings], PollOutcome]
+
+
+class ScriptedLoom(LoomExtractorClient):
+    """The LOOM client with its extract attempts played by ``attempt`` (submission and result handling are real)."""
+
+    def __init__(self, settings: OrchestrationSettings, attempt: LoomAttempt) -> None:
+        super().__init__(settings, settings.outbound())
+        self.attempt = attempt
+
+    def poll(self, job: Job, config: ExtractorConfig) -> PollOutcome:
+        return self.attempt(job, config, self.settings)
+
 
 @dataclass
 class Orch:
@@ -289,11 +307,19 @@ class Orch:
     clock: Clock
     source_container: str
     counter: int = 0
+    loom_attempt: LoomAttempt | None = None
 
     def reconfigure(self, **changes: Any) -> None:
         """New settings (dataclasses.replace) and Deps on the same storage, clock and servers."""
         self.settings = replace(self.settings, **changes)
         self.deps = build_deps(self.settings, clock=self.clock)
+        if self.loom_attempt is not None:
+            self.use_loom(self.loom_attempt)
+
+    def use_loom(self, attempt: LoomAttempt) -> None:
+        """Hand the handlers a LOOM client whose extract attempts are ``attempt`` (as the composition root would)."""
+        self.loom_attempt = attempt
+        self.deps.extractors = {**self.deps.extractors, ExtractorType.LOOM: ScriptedLoom(self.settings, attempt)}
 
     # -- storage helpers ---------------------------------------------------------------------------------------
     @property
@@ -445,9 +471,7 @@ def base_env(connection_string: str, base: str, servers: dict[str, Any]) -> dict
 
 
 @pytest.fixture
-def make_orch(
-    azurite_connection_string: str, unique_name: str, servers: dict[str, Any]
-) -> Iterator[Callable[..., Orch]]:
+def make_orch(azurite_connection_string: str, unique_name: str, servers: dict[str, Any]) -> Callable[..., Orch]:
     made: list[Orch] = []
 
     def make(**overrides: str) -> Orch:
@@ -477,10 +501,7 @@ def make_orch(
         made.append(orch)
         return orch
 
-    saved = dict(POLL_HANDLERS)
-    yield make
-    POLL_HANDLERS.clear()
-    POLL_HANDLERS.update(saved)
+    return make
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import requests
 from azure.storage.blob import BlobClient
 
 from shared.orchestration.jobs import JobState
-from shared.orchestration.outcomes import PollOutcome, register_poll_handler
+from shared.orchestration.outcomes import PollOutcome
 from shared.orchestration.poll import Action
 from shared.orchestration.results import result_blob_name
 from shared.orchestration.submit import Outcome, handle_accepted_events
@@ -203,7 +203,7 @@ def test_dbricks_happy_path_with_palantir_ingestion(orch: Orch) -> None:
     assert events[5]["extractorType"] == "DBRICKS"
 
 
-def test_loom_job_is_not_submitted_and_its_first_poll_runs_the_registered_handler(orch: Orch) -> None:
+def test_loom_job_is_not_submitted_and_its_first_poll_runs_the_loom_client(orch: Orch) -> None:
     calls: list[tuple[str, int, str]] = []
 
     def run_loom_attempt(job: Any, config: Any, settings: Any) -> PollOutcome:
@@ -212,7 +212,7 @@ def test_loom_job_is_not_submitted_and_its_first_poll_runs_the_registered_handle
             return PollOutcome.processing("extractor busy")
         return PollOutcome.succeeded(b'{"artifact": true}')
 
-    register_poll_handler("LOOM", run_loom_attempt)
+    orch.use_loom(run_loom_attempt)
     orch.register("app-loom", {"extractorType": "loom", "extractionUrl": "http://127.0.0.1:9/v1", "routes": {"x": 1}})
     [outcome] = handle_accepted_events([orjson.dumps(orch.event("app-loom"))], orch.deps).outcomes
     job_id = outcome.job_id

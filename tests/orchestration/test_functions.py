@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import azure.functions as func
@@ -13,10 +14,14 @@ from azure.functions.timer import TimerRequest
 
 import poll_fn.function as poll_fn
 import submit_fn.function as submit_fn
-from shared.orchestration import runtime
+from shared.orchestration.deps import Deps
 from shared.orchestration.jobs import JobState
 from shared.orchestration.submit import RetryableBatchError, parked_events
 from tests.orchestration.conftest import Orch, Reply
+
+
+def _unbuilt() -> Deps:
+    raise AssertionError("registering a blueprint builds nothing")
 
 
 def _functions(bp: func.Blueprint) -> dict[str, Any]:
@@ -30,7 +35,7 @@ def _trigger(f: Any) -> dict[str, Any]:
 
 
 def test_submit_fn_bindings() -> None:
-    functions = _functions(submit_fn.bp)
+    functions = _functions(submit_fn.blueprint(_unbuilt))
     assert list(functions) == ["submit_accepted_files"]
     f = functions["submit_accepted_files"]
     assert [b.get_dict_repr()["type"] for b in f.get_bindings()] == ["eventHubTrigger"]
@@ -50,7 +55,7 @@ def test_submit_fn_bindings() -> None:
 
 
 def test_poll_fn_bindings() -> None:
-    functions = _functions(poll_fn.bp)
+    functions = _functions(poll_fn.blueprint(_unbuilt))
     assert sorted(functions) == ["cancel_job_http", "cancel_job_queue", "poll_job", "sweep_jobs"]
     poll = _trigger(functions["poll_job"])
     assert (poll["type"], poll["name"], poll["queueName"], poll["connection"]) == (
@@ -121,13 +126,13 @@ class _Context(func.Context):
 
 
 @pytest.fixture
-def wired(orch: Orch, monkeypatch: pytest.MonkeyPatch) -> Orch:
-    monkeypatch.setattr(runtime, "_deps", orch.deps)
+def wired(orch: Orch) -> Orch:
     return orch
 
 
-def _user_function(bp: func.Blueprint, name: str) -> Any:
-    return _functions(bp)[name].get_user_function()
+def _user_function(orch: Orch, make: Callable[[Callable[[], Deps]], func.Blueprint], name: str) -> Any:
+    """The function ``name`` of a blueprint built around the test's Deps (as function_app.py hands it LazyDeps)."""
+    return _functions(make(lambda: orch.deps))[name].get_user_function()
 
 
 def test_event_hub_handler_end_to_end(wired: Orch) -> None:
@@ -138,13 +143,13 @@ def test_event_hub_handler_end_to_end(wired: Orch) -> None:
         func.EventHubEvent(body=orjson.dumps(orch.event("app-1")), partition_key=None, sequence_number=1),
         func.EventHubEvent(body=b"not an event", sequence_number=2),
     ]
-    _user_function(submit_fn.bp, "submit_accepted_files")(events, _Context(_Retry(0, 5)))
+    _user_function(orch, submit_fn.blueprint, "submit_accepted_files")(events, _Context(_Retry(0, 5)))
     assert len(orch.docsai.posts()) == 1
     assert len(parked_events(orch)) == 1
 
     # The poll-jobs queue trigger with the message the submission enqueued.
     [message] = orch.poll_messages()
-    poll = _user_function(poll_fn.bp, "poll_job")
+    poll = _user_function(orch, poll_fn.blueprint, "poll_job")
     poll(func.QueueMessage(id=message.id, body=message.content.encode(), pop_receipt=message.pop_receipt))
     job_id = orjson.loads(message.content)["jobId"]
     job = orch.deps.store.get(job_id)
@@ -152,7 +157,7 @@ def test_event_hub_handler_end_to_end(wired: Orch) -> None:
     assert job.state == JobState.SUCCEEDED
 
     # The sweeper timer: nothing left to do.
-    _user_function(poll_fn.bp, "sweep_jobs")(TimerRequest(past_due=False))
+    _user_function(orch, poll_fn.blueprint, "sweep_jobs")(TimerRequest(past_due=False))
     assert orch.deps.store.active_index() == []
 
 
@@ -160,7 +165,7 @@ def test_event_hub_handler_retries_then_parks_on_infrastructure_errors(wired: Or
     orch = wired
     orch.register("app-1", orch.docsai_config())
     orch.deps.store.table.delete_table()
-    handler = _user_function(submit_fn.bp, "submit_accepted_files")
+    handler = _user_function(orch, submit_fn.blueprint, "submit_accepted_files")
     events = [func.EventHubEvent(body=orjson.dumps(orch.event("app-1")))]
     with pytest.raises(RetryableBatchError):
         handler(events, _Context(_Retry(1, 5)))
@@ -172,12 +177,12 @@ def test_event_hub_handler_retries_then_parks_on_infrastructure_errors(wired: Or
 def test_cancel_http_and_queue_handlers(wired: Orch) -> None:
     orch = wired
     orch.register("app-1", orch.docsai_config())
-    _user_function(submit_fn.bp, "submit_accepted_files")(
+    _user_function(orch, submit_fn.blueprint, "submit_accepted_files")(
         [func.EventHubEvent(body=orjson.dumps(orch.event("app-1")))], _Context(None)
     )
     [message] = orch.poll_messages()
     job_id = orjson.loads(message.content)["jobId"]
-    http = _user_function(poll_fn.bp, "cancel_job_http")
+    http = _user_function(orch, poll_fn.blueprint, "cancel_job_http")
 
     def post(job: str, body: bytes = b"") -> func.HttpResponse:
         req = func.HttpRequest(
@@ -195,12 +200,12 @@ def test_cancel_http_and_queue_handlers(wired: Orch) -> None:
 
     # A finished job cannot be canceled (409); the queue handler cancels by message.
     orch.register("app-2", orch.docsai_config())
-    _user_function(submit_fn.bp, "submit_accepted_files")(
+    _user_function(orch, submit_fn.blueprint, "submit_accepted_files")(
         [func.EventHubEvent(body=orjson.dumps(orch.event("app-2")))], _Context(None)
     )
     [second] = orch.poll_messages()
     second_id = orjson.loads(second.content)["jobId"]
-    queue_handler = _user_function(poll_fn.bp, "cancel_job_queue")
+    queue_handler = _user_function(orch, poll_fn.blueprint, "cancel_job_queue")
     queue_handler(func.QueueMessage(body=orjson.dumps({"jobId": second_id, "reason": "dup"})))
     job = orch.deps.store.get(second_id)
     assert job is not None
@@ -209,7 +214,7 @@ def test_cancel_http_and_queue_handlers(wired: Orch) -> None:
     from shared.orchestration.submit import fail_job
 
     orch.register("app-3", orch.docsai_config())
-    _user_function(submit_fn.bp, "submit_accepted_files")(
+    _user_function(orch, submit_fn.blueprint, "submit_accepted_files")(
         [func.EventHubEvent(body=orjson.dumps(orch.event("app-3")))], _Context(None)
     )
     [third] = orch.poll_messages()

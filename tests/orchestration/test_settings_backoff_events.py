@@ -14,6 +14,7 @@ from shared.orchestration.backoff import JobTrackingConfig, Tracking, delay_ms, 
 from shared.orchestration.events import JOB_ID_NAMESPACE, EventError, parse_accepted_event, poison_blob_name
 from shared.orchestration.settings import OrchestrationSettings, SettingsError
 from tests.conftest import ROOT
+from tests.orchestration.conftest import Orch
 
 STORAGE = {"DataStorage": "UseDevelopmentStorage=true"}
 
@@ -108,8 +109,11 @@ def test_function_modules_import_without_any_settings() -> None:
     code = (
         "import os, sys; sys.path.insert(0, sys.argv[1]);"
         "[os.environ.pop(k) for k in list(os.environ) if k not in ('PATH', 'HOME', 'SYSTEMROOT')];"
-        "import submit_fn.function, poll_fn.function, shared.orchestration.settings as s;"
-        "assert s._settings is None; print('ok')"
+        "import submit_fn.function, poll_fn.function;"
+        "from shared.orchestration.composition import LazyDeps;"
+        "deps = LazyDeps.from_env(os.environ);"
+        "submit_fn.function.blueprint(deps), poll_fn.function.blueprint(deps);"
+        "assert not deps.built; print('ok')"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, timeout=60, check=False
@@ -238,22 +242,37 @@ def test_poison_blob_names() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The poll handler registry
+# The composition root: one client per extractor kind, handed in; nothing registered by import
 
 
-def test_poll_handlers_are_imported_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    from shared.orchestration import outcomes
+def test_the_composition_root_wires_one_client_per_extractor_kind() -> None:
+    from shared.loom.job import LoomExtractorClient
+    from shared.orchestration.clients import DbricksClient, DocsaiClient
+    from shared.orchestration.composition import build_extractors
+    from shared.orchestration.extractor_type import ExtractorType
 
-    monkeypatch.setitem(
-        outcomes.HANDLER_MODULES,
-        "XTEST",
-        ("tests.orchestration.no_such_module", "tests.orchestration._handler_module"),
-    )
-    monkeypatch.delitem(outcomes.POLL_HANDLERS, "XTEST", raising=False)
-    handler = outcomes.poll_handler_for("xtest")
-    assert handler is not None
-    assert handler.__module__ == "tests.orchestration._handler_module"
-    monkeypatch.setitem(outcomes.HANDLER_MODULES, "NONE", ("tests.orchestration.no_such_module",))
-    assert outcomes.poll_handler_for("NONE") is None
-    assert outcomes.poll_handler_for("DOCSAI").__name__ == "poll_docsai"  # type: ignore[union-attr]
-    monkeypatch.delitem(outcomes.POLL_HANDLERS, "XTEST")
+    settings = OrchestrationSettings.from_env(STORAGE)
+    outbound = settings.outbound()
+    clients = build_extractors(settings, outbound)
+    assert list(clients) == [ExtractorType.DOCSAI, ExtractorType.DBRICKS, ExtractorType.LOOM]
+    assert [type(c) for c in clients.values()] == [DocsaiClient, DbricksClient, LoomExtractorClient]
+    assert all(c.kind is kind for kind, c in clients.items())
+    assert [c.submits for c in clients.values()] == [True, True, False]  # LOOM's first poll does the work
+    assert all(getattr(c, "outbound", None) is outbound for c in clients.values())  # one transport for all
+    assert [str(k) for k in ExtractorType] == ["DOCSAI", "DBRICKS", "LOOM"]  # the wire strings
+    assert ExtractorType.parse(" loom ") is ExtractorType.LOOM
+    assert ExtractorType.parse("OCR") is None
+
+
+def test_a_kind_reaches_the_handlers_only_through_deps(orch: Orch) -> None:
+    """Importing the LOOM client registers nothing: a Deps without a LOOM client cannot poll a LOOM job."""
+    import shared.loom.job  # noqa: F401 - imported, and still not wired
+    from shared.orchestration.extractor_type import ExtractorType
+    from shared.orchestration.submit import handle_accepted_events
+
+    orch.register("app-loom", {"extractorType": "LOOM", "extractionUrl": "http://127.0.0.1:9/v1"})
+    orch.deps.extractors = {k: c for k, c in orch.deps.extractors.items() if k is not ExtractorType.LOOM}
+    [outcome] = handle_accepted_events([orjson.dumps(orch.event("app-loom"))], orch.deps).outcomes
+    # Not known to start polling, so it is submitted, and with no client the submission fails: nothing is polled.
+    assert (outcome.state, outcome.reason) == ("Failed", "no extractor client for extractor type 'LOOM'")
+    assert orch.drive() == []

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from shared.orchestration import clients
 from shared.orchestration.events import parse_accepted_event
+from shared.orchestration.extractor_type import ExtractorType
 from shared.orchestration.jobs import JobState
 from shared.orchestration.submit import (
     UNKNOWN_OUTCOME,
@@ -225,7 +225,7 @@ def test_crash_between_submission_and_recording_is_detected_not_resubmitted(orch
     claimed = begin_submission(job_id, orch.deps)
     assert claimed is not None
     assert claimed.state == JobState.SUBMITTING
-    submitted = clients.submit(claimed, claimed.config(), orch.settings)
+    submitted = orch.deps.extractors[ExtractorType.DOCSAI].submit(claimed, claimed.config())
     assert submitted.run_id == "1001"  # the extractor has the run; the worker is gone
 
     # Redelivery while the lease still runs: nothing is submitted, the job waits.

@@ -147,7 +147,7 @@ def test_cancel_a_polling_job(orch: Orch) -> None:
 
 
 def test_cancel_during_submission_wins_over_the_late_submission(orch: Orch) -> None:
-    from shared.orchestration.clients import submit
+    from shared.orchestration.extractor_type import ExtractorType
     from shared.orchestration.submit import begin_submission, record_submission
     from tests.orchestration.test_submit import _queued_job
 
@@ -156,7 +156,7 @@ def test_cancel_during_submission_wins_over_the_late_submission(orch: Orch) -> N
     claimed = begin_submission(job.job_id, orch.deps)
     assert claimed is not None
     assert claimed.lease_id is not None
-    submitted = submit(claimed, claimed.config(), orch.settings)
+    submitted = orch.deps.extractors[ExtractorType.DOCSAI].submit(claimed, claimed.config())
     assert cancel_job(job.job_id, orch.deps).changed
     after = record_submission(job.job_id, claimed.lease_id, submitted.run_id, orch.deps)
     assert after is not None

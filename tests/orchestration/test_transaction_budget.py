@@ -18,7 +18,7 @@ from azure.data.tables import TableClient
 
 from shared.orchestration.cancel import cancel_job
 from shared.orchestration.jobs import JobState, JobStore
-from shared.orchestration.outcomes import PollOutcome, register_poll_handler
+from shared.orchestration.outcomes import PollOutcome
 from shared.orchestration.poll import Action, claim_attempt, handle_poll_message
 from shared.orchestration.scheduling import PollMessage
 from shared.orchestration.submit import Outcome, handle_accepted_events
@@ -73,7 +73,7 @@ def _loom(orch: Orch, outcomes: list[PollOutcome] | None = None, during: Any = N
             during(job)
         return script.pop(0) if len(script) > 1 else script[0]
 
-    register_poll_handler("LOOM", run_loom_attempt)
+    orch.use_loom(run_loom_attempt)
     orch.register("app-loom", {"extractorType": "LOOM", "extractionUrl": "http://127.0.0.1:9/v1"})
 
 
