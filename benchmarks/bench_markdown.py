@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from extract_fn.formats.frame import GcPolicy, gc_policy
+
 DEFAULT_INPUT = Path("/tmp/bench-in/big.md")
 KREUZBERG_BIG_MD_S = 0.22
 
@@ -39,7 +41,7 @@ request = ExtractRequest("markdown", name=sys.argv[1].rsplit("/", 1)[-1])
 if sys.argv[2] == "fast":
     artifact = markdown_format.extract(data, request)
 else:
-    with markdown_format.no_gc():
+    with gc_policy(GcPolicy.PAUSE):
         artifact = markdown_format._extract(data, request, fast=False)
 raw = serialize(artifact)
 ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -100,7 +102,7 @@ def main() -> None:
         builder = ArtifactBuilder("markdown", parser="p", parser_version="v", unit="lines")
         mf._Walker(builder, LineIndex(text), OutputBudget(request.max_output_bytes), {}).walk(events)
 
-    with mf.no_gc():
+    with gc_policy(GcPolicy.PAUSE):
         t_extract = best_cpu(lambda: mf.extract(data, request), runs)
         t_reference = best_cpu(lambda: mf._extract(data, request, fast=False), runs)
         t_fast_blocks = best_cpu(lambda: mf._fast_events(text), runs) if fast is not None else float("nan")

@@ -15,6 +15,7 @@ from extract_fn.formats import html_format
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.html_format import codec_for_label, prescan_charset, visible_text
 from extract_fn.formats.textblocks import LineIndex
+from extract_fn.limits import LIMITS
 from shared.artifact import validate_artifact
 from shared.contract import ErrorCode, ExtractionError
 
@@ -452,12 +453,12 @@ def test_table_grid_is_bounded_and_the_cut_reported() -> None:
     a = run(wide)
     block = a["blocks"][0]
     assert block["attrs"]["table_truncated"] is True
-    assert len(block["attrs"]["table"]["rows"][0]) == html_format.MAX_TABLE_WIDTH
+    assert len(block["attrs"]["table"]["rows"][0]) == LIMITS.html_max_table_width
     tall = '<table><tr><td colspan="1000" rowspan="0">x</td></tr>' + "<tr><td>y</td></tr>" * 1100 + "</table>"
     b = run(tall)
     table = b["blocks"][0]["attrs"]["table"]
     assert b["blocks"][0]["attrs"]["table_truncated"] is True
-    assert len(table["rows"]) * len(table["rows"][0]) <= html_format.MAX_TABLE_CELLS
+    assert len(table["rows"]) * len(table["rows"][0]) <= LIMITS.html_max_table_cells
     cov = b["coverage"]
     assert cov["complete"] is False
     assert cov["extracted"] < cov["total"] == 1101
@@ -465,21 +466,21 @@ def test_table_grid_is_bounded_and_the_cut_reported() -> None:
 
 
 def test_nesting_past_the_depth_limit_is_flattened_not_parsed_quadratically() -> None:
-    """200,000 nested <div>s: Lexbor's tree building is quadratic in depth, so tags past MAX_NESTING_DEPTH are
+    """200,000 nested <div>s: Lexbor's tree building is quadratic in depth, so tags past the depth limit are
     blanked (same length, so locators still point into the source) and the text is kept."""
-    from extract_fn.formats.html_format import MAX_NESTING_DEPTH, _flatten_deep_nesting
+    from extract_fn.formats.html_format import _flatten_deep_nesting
 
     body = "<div>" * 200_000 + "deep\ntext" + "</div>" * 200_000
     data = f"<html><body>{body}<p>after</p></body></html>".encode()
     flat, count = _flatten_deep_nesting(data.decode())
     assert len(flat) == len(data)
-    assert count == 2 * (200_000 - MAX_NESTING_DEPTH)
+    assert count == 2 * (200_000 - LIMITS.html_max_nesting_depth)
     assert flat.count("\n") == 1
     artifact = html_format.extract(data, ExtractRequest(format="html"))
     validate_artifact(orjson.dumps(artifact), format="html", original_size=len(data))
     assert [b["text"] for b in artifact["blocks"]] == ["deep text", "after"]
     assert artifact["attrs"]["nesting_flattened"] == count
-    assert any(f"nested deeper than {MAX_NESTING_DEPTH}" in w for w in artifact["warnings"])
+    assert any(f"nested deeper than {LIMITS.html_max_nesting_depth}" in w for w in artifact["warnings"])
     decoded = data.decode()
     for block in artifact["blocks"]:
         loc = block["locator"]

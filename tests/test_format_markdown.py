@@ -16,7 +16,9 @@ from selectolax.lexbor import LexborHTMLParser
 
 from extract_fn.formats import markdown_format
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import GcPolicy, gc_policy
 from extract_fn.formats.textblocks import LineIndex, Slugger, github_slug
+from extract_fn.limits import LIMITS
 from shared.artifact import validate_artifact
 from shared.contract import ErrorCode, ExtractionError
 
@@ -356,7 +358,7 @@ def test_inline_fast_path_matches_the_full_inline_parse(corpus: Path) -> None:
     assert len(examples) == 655
     sources = [e.replace("→", "\t") for e in examples]
     sources += [p.read_text(encoding="utf-8") for p in sorted((corpus / "markdown").glob("*.md"))]
-    full = MarkdownIt("commonmark", {"maxNesting": markdown_format.MAX_NESTING}).enable("table")
+    full = MarkdownIt("commonmark", {"maxNesting": LIMITS.markdown_max_nesting}).enable("table")
     checked = fast = 0
     for src in sources:
         env: dict[str, Any] = {}
@@ -376,7 +378,7 @@ def _both(src: str | bytes, **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The artifact as extract makes it (fast parser where allowed) and as markdown-it-py alone makes it."""
     data = src.encode() if isinstance(src, str) else src
     request = ExtractRequest("markdown", **kw)
-    with markdown_format.no_gc():
+    with gc_policy(GcPolicy.PAUSE):
         return markdown_format._extract(data, request), markdown_format._extract(data, request, fast=False)
 
 

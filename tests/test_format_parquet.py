@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 from decimal import Decimal
@@ -15,6 +16,7 @@ import pytest
 
 from extract_fn.formats import parquet_format
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.limits import LIMITS, Limits
 from shared.artifact import validate_artifact
 from shared.artifact_builder import serialize
 from shared.contract import ErrorCode, ExtractionError
@@ -22,10 +24,12 @@ from shared.contract import ErrorCode, ExtractionError
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 
 
-def run(data: bytes, *, max_bytes: int | None = None, name: str = "t.parquet") -> dict[str, Any]:
-    req = ExtractRequest("parquet", name=name)
+def run(
+    data: bytes, *, max_bytes: int | None = None, name: str = "t.parquet", limits: Limits = LIMITS
+) -> dict[str, Any]:
+    req = ExtractRequest("parquet", name=name, limits=limits)
     if max_bytes is not None:
-        req = ExtractRequest("parquet", name=name, max_output_bytes=max_bytes)
+        req = ExtractRequest("parquet", name=name, max_output_bytes=max_bytes, limits=limits)
     art = parquet_format.extract(data, req)
     raw = serialize(art)
     assert len(raw) <= req.max_output_bytes
@@ -227,12 +231,11 @@ def test_streams_row_groups_and_cuts_at_the_budget() -> None:
     assert failed["unit"].endswith(f"rows {cov['extracted'] + 1}-{n}")  # parquet rows count from 1
 
 
-def test_decompression_bomb_is_refused_before_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_decompression_bomb_is_refused_before_decoding() -> None:
     # The bound is 1000:1 to over 64 MiB; lowered here so the bomb stays small to build.
-    monkeypatch.setattr(parquet_format, "BOMB_FLOOR", 1024 * 1024)
     data = write(pa.table({"s": ["a" * (8 * 1024 * 1024)]}), compression="zstd", use_dictionary=False)
     assert len(data) < 10_000
-    err = error_of(data)
+    err = error_of(data, limits=dataclasses.replace(LIMITS, parquet_bomb_floor=1024 * 1024))
     assert err.code == ErrorCode.RESOURCE_LIMIT
     assert "bomb" in err.message
     assert "before decoding" in err.message

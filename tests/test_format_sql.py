@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from extract_fn.formats import sql_format
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.limits import LIMITS, Limits
 from shared.artifact import validate_artifact
 from shared.contract import LOST_SQL_STRUCTURE, ErrorCode, ExtractionError
 
@@ -21,12 +23,15 @@ def run(
     *,
     encoding: str | None = None,
     max_output_bytes: int | None = None,
+    limits: Limits = LIMITS,
 ) -> dict[str, Any]:
     """Extract, check the artifact with the shared validator and the block invariants, return it."""
     data = source.encode("utf-8") if isinstance(source, str) else source
-    req = ExtractRequest(format="sql", sql_dialect=dialect, encoding=encoding)
+    req = ExtractRequest(format="sql", sql_dialect=dialect, encoding=encoding, limits=limits)
     if max_output_bytes is not None:
-        req = ExtractRequest(format="sql", sql_dialect=dialect, encoding=encoding, max_output_bytes=max_output_bytes)
+        req = ExtractRequest(
+            format="sql", sql_dialect=dialect, encoding=encoding, max_output_bytes=max_output_bytes, limits=limits
+        )
     artifact = sql_format.extract(data, req)
     validate_artifact(orjson.dumps(artifact), format="sql", original_size=len(data))
     text = data.decode(encoding or "utf-8")
@@ -396,9 +401,9 @@ def test_statements_too_deep_for_the_parser_are_failed_not_crashes() -> None:
     assert "nested 3000 deep" in cov["failed"][0]["reason"]
 
 
-def test_the_parse_budget_leaves_the_rest_keyed_by_keywords(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sql_format, "PARSE_BUDGET_S", 0.0)
-    a = run("CREATE TABLE a (x INT);\nINSERT INTO b VALUES (1);\nSELECT 1;")
+def test_the_parse_budget_leaves_the_rest_keyed_by_keywords() -> None:
+    no_time = dataclasses.replace(LIMITS, sql_parse_budget_s=0.0)
+    a = run("CREATE TABLE a (x INT);\nINSERT INTO b VALUES (1);\nSELECT 1;", limits=no_time)
     cov = a["coverage"]
     assert (cov["total"], cov["extracted"]) == (3, 0)
     assert cov["lost"] == [LOST_SQL_STRUCTURE]

@@ -17,9 +17,8 @@ import pytest
 
 from extract_fn.formats import MODULES
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.pdf_format import MAX_PAGES, MAX_STREAM_BYTES, MAX_TEXT_OPERATORS
 from extract_fn.formats.xlsx_extent import box_cells
-from extract_fn.formats.xlsx_format import MAX_SHEET_CELLS
+from extract_fn.limits import LIMITS
 from extract_fn.workers import WorkerPool
 from shared.artifact import validate_artifact
 from shared.contract import ErrorCode, ExtractionError
@@ -109,8 +108,8 @@ def test_a_pdf_whose_page_tree_lists_one_page_a_million_times(pool: WorkerPool) 
     err = _refused(pool, "pdf", hi.repeated_page_pdf(1_000_000))
     assert err.code is ErrorCode.RESOURCE_LIMIT
     assert err.message == (
-        f"the PDF lists 1,000,000 pages, over this service's limit of {MAX_PAGES:,} pages per file; split it into "
-        "smaller files"
+        f"the PDF lists 1,000,000 pages, over this service's limit of {LIMITS.pdf_max_pages:,} pages per file; "
+        "split it into smaller files"
     )
 
 
@@ -118,14 +117,14 @@ def test_a_pdf_flate_bomb_is_refused_before_pdfium_aborts(pool: WorkerPool) -> N
     """1 MB inflating to 1 GiB: pdfium aborted the worker (SIGABRT) allocating it."""
     err = _refused(pool, "pdf", hi.flate_bomb_pdf(1024))
     assert err.code is ErrorCode.RESOURCE_LIMIT
-    assert f"inflates to more than {MAX_STREAM_BYTES:,} bytes" in err.message
+    assert f"inflates to more than {LIMITS.pdf_max_stream_bytes:,} bytes" in err.message
 
 
 def test_a_pdf_page_of_3_million_text_operators(pool: WorkerPool) -> None:
     """30 KB: the worker ran out of memory after ~15 s (pdfium aborts on some variants)."""
     err = _refused(pool, "pdf", hi.many_text_operators_pdf(3_000_000))
     assert err.code is ErrorCode.RESOURCE_LIMIT
-    assert f"more than {MAX_TEXT_OPERATORS:,} text operators" in err.message
+    assert f"more than {LIMITS.pdf_max_text_operators:,} text operators" in err.message
 
 
 def test_a_small_pdf_under_every_pre_check_still_extracts(pool: WorkerPool) -> None:
@@ -141,7 +140,7 @@ def test_an_xlsx_whose_cells_span_a1_to_xfd1048576_is_refused_before_calamine_ab
     assert err.code is ErrorCode.RESOURCE_LIMIT
     assert err.message.startswith(
         f"sheet 'Sheet1' spans 17,179,869,184 cells from its first to its last cell, over this service's limit of "
-        f"{MAX_SHEET_CELLS:,} cells per sheet"
+        f"{LIMITS.xlsx_max_sheet_cells:,} cells per sheet"
     )
 
 
@@ -154,7 +153,7 @@ def test_a_sheet_whose_dimension_element_alone_claims_the_whole_grid_is_read(poo
     assert artifact["tables"][0]["rows"] == [["v"]]
 
 
-LIMIT = MAX_SHEET_CELLS
+LIMIT = LIMITS.xlsx_max_sheet_cells
 
 
 def _c(ref: str = "", sep: str = " ") -> bytes:

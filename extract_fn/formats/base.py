@@ -1,23 +1,23 @@
 """The one interface every format module implements.
 
-A format module is ``extract_fn/formats/<format>.py`` with::
+A format module is ``extract_fn/formats/<format>_format.py`` with::
 
     def extract(data: bytes, request: ExtractRequest) -> dict: ...
+
+made by ``extract_fn.formats.frame.format_module`` from one function on a ``FormatContext``.
 
 It returns the artifact dict (made with ``shared.artifact_builder.ArtifactBuilder``) or raises
 ``shared.contract.ExtractionError`` with the contract's code and a message a person can act on. It runs inside a
 worker process with time, memory and output limits; it should still check sizes before inflating anything
-(zip members, compressed pages) and stop adding blocks once ``request.max_output_bytes`` is near, reporting the
-cut in coverage.
+(zip members, compressed pages; every bound in ``request.limits``, ``extract_fn.limits``) and stop adding blocks once
+``request.max_output_bytes`` is near, reporting the cut in coverage.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from extract_fn.limits import LIMITS, Limits
 from shared.contract import DEFAULT_MAX_BYTES
 
 
@@ -28,6 +28,7 @@ class ExtractRequest:
     encoding: str | None = None  # the `encoding` option, already checked to be a known codec
     sql_dialect: str | None = None  # the `sql_dialect` option, already checked to be a known dialect
     max_output_bytes: int = 4 * DEFAULT_MAX_BYTES  # the artifact's size budget (resource_limit past it)
+    limits: Limits = field(default=LIMITS, repr=False)  # every other bound a module applies
 
     def options(self) -> dict[str, str]:
         """The artifact's ``options``: the options the caller gave, as given."""
@@ -37,20 +38,3 @@ class ExtractRequest:
         if self.sql_dialect is not None:
             out["sql_dialect"] = self.sql_dialect
         return out
-
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector for one extraction.
-
-    A parse creates hundreds of thousands of containers and no cycles worth collecting; the collector's passes over
-    them cost about a third of markdown-it's parse (big.md: 0.84 s with it, 0.57 s without) and more than building
-    a big table's lists (2.7x measured by the validator).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -36,7 +36,8 @@ from array import array
 from collections import Counter
 from typing import Any, Final, overload
 
-from extract_fn.formats.base import ExtractRequest, no_gc
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.table_values import OutputBudget, add_table, infer_text_column, report_cut
 from extract_fn.text_decoding import decode_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
@@ -102,9 +103,11 @@ def _check_nul(text: str) -> int:
     return nuls
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    with no_gc():
-        return _extract(data, request)
+def _body(ctx: FormatContext) -> dict[str, Any]:
+    return _extract(ctx.data, ctx.request)
+
+
+extract = format_module(_body)
 
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from typing import Any
 from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
 from extract_fn.formats.zipsafe import has_member, with_package
 from shared.artifact_builder import ArtifactBuilder, make_locator
@@ -46,7 +47,6 @@ KIND = "docx"
 PARSER = "loom-docx"
 PARSER_VERSION = "1+lxml-" + ".".join(str(v) for v in etree.LXML_VERSION[:3])
 UNIT = "paragraphs"
-OUTPUT_RESERVE = 0.92
 CUT_REASON = "not extracted: the artifact reached its output size limit"
 
 W_NAMESPACES = (
@@ -452,8 +452,11 @@ class _Doc:
 # Entry point
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    return with_package(data, KIND, lambda zf: _extract(zf, request))
+def _body(ctx: FormatContext) -> dict[str, Any]:
+    return with_package(ctx.data, KIND, lambda zf: _extract(zf, ctx.request), ctx.limits)
+
+
+extract = format_module(_body)
 
 
 def _optional_part(zf: zipfile.ZipFile, name: str | None) -> Any | None:
@@ -479,7 +482,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     doc = _Doc(styles, numbering)
 
     builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
-    budget = int(request.max_output_bytes * OUTPUT_RESERVE)
+    budget = int(request.max_output_bytes * request.limits.output_share_paged)
     cut = False
 
     # -- body

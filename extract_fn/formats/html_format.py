@@ -53,7 +53,8 @@ block's first or last text cannot be placed, the locator says so with ``char_sta
 Coverage: unit ``chars``: ``total`` = the non-whitespace characters of the visible text (hidden content is not part
 of the document a reader sees, so it is in neither count), ``extracted`` = those in the blocks. They differ only when
 the artifact reached ``max_output_bytes`` (the rest is one ``failed`` entry) or a table's spans asked for a grid past
-``MAX_TABLE_WIDTH`` columns or ``MAX_TABLE_CELLS`` cells (the block is cut there, marked ``attrs.table_truncated``,
+``limits.html_max_table_width`` columns or ``limits.html_max_table_cells`` cells (the block is cut there, marked
+``attrs.table_truncated``,
 and the cut is a ``failed`` entry).
 """
 
@@ -70,7 +71,8 @@ from typing import Any, Final
 import selectolax
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from extract_fn.formats.base import ExtractRequest, no_gc
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     LineIndex,
@@ -78,6 +80,7 @@ from extract_fn.formats.textblocks import (
     SectionTracker,
     refuse_wide_text,
 )
+from extract_fn.limits import LIMITS
 from extract_fn.text_decoding import Decoded, decode_text, known_codec, sniff_bom
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -85,11 +88,6 @@ from shared.contract import ErrorCode, ExtractionError
 PARSER: Final = "loom-html"
 PARSER_VERSION: Final = f"1+selectolax-{selectolax.__version__}"
 
-MAX_TITLE_CHARS: Final = 2000
-MAX_TABLE_CELLS: Final = 1_000_000  # a table's grid (colspan/rowspan can ask for far more than the source holds)
-MAX_TABLE_WIDTH: Final = 16_384  # slots in a row (the contract's bound on a table's columns)
-MAX_COLSPAN: Final = 1000  # the HTML standard's limits
-MAX_ROWSPAN: Final = 65534
 LOCATE_WINDOW: Final = 512  # source runs searched ahead for a text node before it is left unplaced
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -762,7 +760,8 @@ class _Walker:
             where = f"the table at line {self._line(first)}" if first >= 0 else "a table"
             self.b.fail(
                 f"cells of {where}",
-                f"not extracted: its spans ask for more than {MAX_TABLE_WIDTH:,} columns or {MAX_TABLE_CELLS:,} "
+                f"not extracted: its spans ask for more than {LIMITS.html_max_table_width:,} columns or "
+                f"{LIMITS.html_max_table_cells:,} "
                 "cells; the grid was cut there",
             )
         try:
@@ -885,7 +884,13 @@ class _TableReader:
             if not self.rows:
                 self.rows.append(_Row(self.thead > 0, [], []))
             row = self.rows[-1]
-            row.cells.append(("", _span(attrs.get("colspan"), MAX_COLSPAN), _span(attrs.get("rowspan"), MAX_ROWSPAN)))
+            row.cells.append(
+                (
+                    "",
+                    _span(attrs.get("colspan"), LIMITS.html_max_colspan),
+                    _span(attrs.get("rowspan"), LIMITS.html_max_rowspan),
+                )
+            )
             row.th.append(tag == "th")
             self.cell = []
         return True
@@ -939,8 +944,8 @@ class _TableReader:
     def grid(self) -> list[list[str]]:
         """The rows as a rectangular grid: a spanning cell's text in its first slot, "" in the slots it covers.
 
-        Bounded whatever the spans ask: rows at most ``MAX_TABLE_WIDTH`` slots wide, and no more than
-        ``MAX_TABLE_CELLS`` slots (those rowspans cover included); past either the table is cut and marked.
+        Bounded whatever the spans ask: rows at most ``limits.html_max_table_width`` slots wide, and no more than
+        ``limits.html_max_table_cells`` slots (those rowspans cover included); past either the table is cut and marked.
         """
         grid: list[list[str]] = []
         covered: set[tuple[int, int]] = set()  # slots taken by rowspans from rows above
@@ -955,14 +960,14 @@ class _TableReader:
                     covered.discard((r, c))
                     out.append("")
                     c += 1
-                span = min(colspan, MAX_TABLE_WIDTH - c)
+                span = min(colspan, LIMITS.html_max_table_width - c)
                 if span <= 0:
                     self.truncated = True
                     break
                 out.append(text)
                 out.extend("" for _ in range(span - 1))
                 down = n_rows - r if rowspan == 0 else min(rowspan, n_rows - r)
-                if (down - 1) * span + len(covered) + cells > MAX_TABLE_CELLS:
+                if (down - 1) * span + len(covered) + cells > LIMITS.html_max_table_cells:
                     self.truncated = True
                     down = 1
                 for rr in range(r + 1, r + down):
@@ -974,14 +979,14 @@ class _TableReader:
                 out.append("")
                 c += 1
             cells += len(out)
-            if cells > MAX_TABLE_CELLS:
+            if cells > LIMITS.html_max_table_cells:
                 self.truncated = True
                 break
             width = max(width, len(out))
             grid.append(out)
-        if width * len(grid) > MAX_TABLE_CELLS:  # short rows padded to the widest
+        if width * len(grid) > LIMITS.html_max_table_cells:  # short rows padded to the widest
             self.truncated = True
-            grid = grid[: max(1, MAX_TABLE_CELLS // max(1, width))]
+            grid = grid[: max(1, LIMITS.html_max_table_cells // max(1, width))]
         for out in grid:
             if len(out) < width:
                 out.extend("" for _ in range(width - len(out)))
@@ -999,7 +1004,7 @@ def _span(value: str | None, limit: int) -> int:
     if n < 0:
         return 1
     if n == 0:
-        return 0 if limit == MAX_ROWSPAN else 1
+        return 0 if limit == LIMITS.html_max_rowspan else 1
     return min(n, limit)
 
 
@@ -1067,7 +1072,8 @@ def _run(tree: LexborHTMLParser, walker: _Walker) -> None:
 def visible_text(html: str) -> str:
     """What an HTML fragment shows, its blocks' texts joined by newlines (for Markdown's HTML blocks).
 
-    The fragment gets the same depth cap as a whole document (``MAX_NESTING_DEPTH``): tags nested deeper are read
+    The fragment gets the same depth cap as a whole document (``limits.html_max_nesting_depth``): tags nested deeper
+    are read
     as plain text containers, so a Markdown file of nested ``<div>`` costs what the html format costs for it."""
     html, _ = _flatten_deep_nesting(html)
     tree = LexborHTMLParser(html)
@@ -1080,7 +1086,6 @@ def visible_text(html: str) -> str:
 # HTML5 parsers have no depth limit, and Lexbor's tree building grows with depth squared (200,000 nested <div>s take
 # minutes). Tags past this depth are blanked out before parsing: same length, newlines kept, so every offset and line
 # number of the source still holds; their text stays in the enclosing element.
-MAX_NESTING_DEPTH: Final = 10_000  # Lexbor: ~1 s at this depth, minutes at 200,000
 _TAG_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)[^>]*>")
 # Void elements and elements whose end tag may be left out (a browser closes them implicitly) do not count as depth.
 _FLAT_ELEMENTS: Final = frozenset(
@@ -1126,22 +1131,22 @@ _NOT_NEWLINE: Final = re.compile(r"[^\r\n]")
 
 
 def _flatten_deep_nesting(text: str) -> tuple[str, int]:
-    """``text`` with tags nested past ``MAX_NESTING_DEPTH`` blanked out, and how many were."""
-    if text.count("<") <= MAX_NESTING_DEPTH:
+    """``text`` with tags nested past ``limits.html_max_nesting_depth`` blanked out, and how many were."""
+    if text.count("<") <= LIMITS.html_max_nesting_depth:
         return text, 0
     depth = 0
     cuts: list[tuple[int, int]] = []
     for m in _TAG_RE.finditer(text):
         counts = m.group(2).lower() not in _FLAT_ELEMENTS
         if m.group(1):  # an end tag: blanked inside the too-deep region
-            if depth > MAX_NESTING_DEPTH:
+            if depth > LIMITS.html_max_nesting_depth:
                 cuts.append(m.span())
             if counts and depth:
                 depth -= 1
         else:  # a start tag: every tag inside the too-deep region is blanked, list items and cells too
             if counts and not m.group(0).endswith("/>"):
                 depth += 1
-            if depth > MAX_NESTING_DEPTH:
+            if depth > LIMITS.html_max_nesting_depth:
                 cuts.append(m.span())
     if not cuts:
         return text, 0
@@ -1155,10 +1160,12 @@ def _flatten_deep_nesting(text: str) -> tuple[str, int]:
     return "".join(parts), len(cuts)
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+def _body(ctx: FormatContext) -> dict[str, Any]:
     """The artifact of one file (see the module docstring); raises ExtractionError (encoding, resource_limit)."""
-    with no_gc():
-        return _extract(data, request)
+    return _extract(ctx.data, ctx.request)
+
+
+extract = format_module(_body)
 
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
@@ -1178,14 +1185,15 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     text, flattened = _flatten_deep_nesting(text)
     if flattened:
         builder.warn(
-            f"{flattened} tags nested deeper than {MAX_NESTING_DEPTH} levels were read as plain text containers "
+            f"{flattened} tags nested deeper than {LIMITS.html_max_nesting_depth} levels were read as plain "
+            f"text containers "
             "(their text is kept; their structure is not)"
         )
         builder.attrs["nesting_flattened"] = flattened
     tree = LexborHTMLParser(text)
     title_node = tree.head.css_first("title") if tree.head is not None else None
     if title_node is not None:
-        title = _WS.sub(" ", title_node.text(deep=True)).strip()[:MAX_TITLE_CHARS]
+        title = _WS.sub(" ", title_node.text(deep=True)).strip()[: LIMITS.html_max_title_chars]
         if title:
             builder.attrs["title"] = title
             budget.charge(len(title.encode("utf-8")) * 2 + 16)

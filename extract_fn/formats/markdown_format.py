@@ -14,7 +14,8 @@ not matter), and only where it holds inline syntax.
 The fast path is declined (the reasons are what differential fuzzing found): container markup wider than
 FAST_MAX_PREFIX_COLUMNS at a line's start (markdown-it-pyrs recurses on the native stack per nested container, has no
 nesting limit and segfaults some 100,000 levels down; the bound keeps it far below both that and markdown-it-py's
-``MAX_NESTING``), characters one parser takes for whitespace and the other not, reference definitions, lazy
+``limits.markdown_max_nesting``), characters one parser takes for whitespace and the other not, reference definitions,
+lazy
 continuation lines of block quotes, HTML blocks that may span blank lines inside containers, tables other than a run
 of lines that all start with ``|`` (markdown-it-pyrs's table rule is its own, so it runs without one and
 ``_table_run_events`` ports markdown-it-py's for that shape), a tree the walk does not expect (including inline
@@ -60,7 +61,8 @@ A line ends at ``\\n``, ``\\r\\n`` or ``\\r``, as markdown-it itself counts them
 
 Coverage: unit ``lines``; ``total`` = the non-blank lines (a blank line holds only spaces and tabs), ``extracted`` =
 the non-blank lines the parser read into the artifact (lines of markup with no text, such as a thematic break or a
-reference definition, count as read). Lines are ``failed`` when content nested deeper than ``MAX_NESTING`` levels
+reference definition, count as read). Lines are ``failed`` when content nested deeper than
+``limits.markdown_max_nesting`` levels
 (markdown-it's protection against runaway recursion skips it) or when the artifact reached ``max_output_bytes``
 (everything from the first block that did not fit is left out); each failed entry names a line range and why.
 """
@@ -75,7 +77,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from extract_fn.formats.base import ExtractRequest, no_gc
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     LineIndex,
@@ -86,6 +89,7 @@ from extract_fn.formats.textblocks import (
     normalize_newlines,
     refuse_wide_text,
 )
+from extract_fn.limits import LIMITS
 from extract_fn.text_decoding import decode_text
 from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
@@ -111,9 +115,7 @@ PARSER_VERSION: Final = f"1+markdown-it-py-{MARKDOWN_IT_PY_VERSION}+markdown-it-
 # Block nesting (quotes, lists, list items, paragraphs each count one level) markdown-it parses before it skips the
 # rest of a container. The preset's 20 cuts a real document's 10-deep list; 100 still keeps the parser's recursion
 # (about three Python frames a level) far below the interpreter's limit.
-MAX_NESTING: Final = 100
-NESTING_REASON: Final = f"not extracted: nested deeper than {MAX_NESTING} levels (quotes and lists)"
-MAX_FAILED_ENTRIES: Final = 50
+NESTING_REASON: Final = f"not extracted: nested deeper than {LIMITS.markdown_max_nesting} levels (quotes and lists)"
 
 _NONBLANK_LINE: Final = re.compile(r"[^ \t\r\n][^\r\n]*+")  # one match per line holding more than spaces and tabs
 _FRONT_OPEN: Final = re.compile(r"---[ \t]*")
@@ -126,7 +128,7 @@ def _parser() -> MarkdownIt:
     """One markdown-it per process; its block tokenizer records the line ranges the nesting limit skips."""
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table")
+    md = MarkdownIt("commonmark", {"maxNesting": LIMITS.markdown_max_nesting}).enable("table")
     # Inline content is parsed on demand (``inline_text``): most paragraphs hold no inline markup at all.
     md.disable(["inline", "text_join"])
     original = md.block.tokenize
@@ -134,7 +136,7 @@ def _parser() -> MarkdownIt:
     def tokenize(state: StateBlock, start_line: int, end_line: int) -> None:
         # markdown-it drops the rest of a container once state.level reaches maxNesting (after skipping blank
         # lines and leaving less-indented lines to the outer container); note which lines that drops.
-        if state.level >= MAX_NESTING:
+        if state.level >= LIMITS.markdown_max_nesting:
             line = state.skipEmptyLines(start_line)
             if line < end_line and state.sCount[line] >= state.blkIndent:
                 state.env.setdefault(_SKIPPED_KEY, []).append((line, end_line))
@@ -168,10 +170,10 @@ _INLINE_CHAR: Final = re.compile(r"[\\`*_\[\]!<&]")  # _NEEDS_INLINE's first hal
 
 # markdown-it's link rule reads a link's text by skipping every token inside it, and each ``[`` inside starts the
 # same search again up to maxNesting levels down: inline content whose brackets nest N deep costs about
-# N x min(N, MAX_NESTING) token skips (1,000,000 nested ``[``, a JSON-like file sent as Markdown: minutes). Links
+# N x min(N, LIMITS.markdown_max_nesting) token skips (1,000,000 nested ``[``, a JSON-like file sent as Markdown:
+# minutes). Links
 # cannot contain links, so brackets nested this deep are no real document's: such content is read with the link
 # and image rules off (its brackets are text), and the artifact says so (``LINKS_NOT_PARSED``).
-MAX_BRACKET_NESTING: Final = 32
 _BRACKET: Final = re.compile(r"[\[\]]")
 _LITERAL_BRACKETS_KEY: Final = "loom_literal_brackets"
 LINKS_NOT_PARSED: Final = (
@@ -181,14 +183,15 @@ LINKS_NOT_PARSED: Final = (
 
 
 def _brackets_nest_deeply(content: str) -> bool:
-    """Whether ``content``'s square brackets (unmatched ``[`` included) nest deeper than ``MAX_BRACKET_NESTING``."""
-    if content.count("[") <= MAX_BRACKET_NESTING:
+    """Whether ``content``'s square brackets (unmatched ``[`` included) nest deeper than "
+    "``limits.markdown_max_bracket_nesting``."""
+    if content.count("[") <= LIMITS.markdown_max_bracket_nesting:
         return False
     depth = 0
     for m in _BRACKET.finditer(content):
         if m.group() == "[":
             depth += 1
-            if depth > MAX_BRACKET_NESTING:
+            if depth > LIMITS.markdown_max_bracket_nesting:
                 return True
         elif depth:
             depth -= 1
@@ -197,10 +200,10 @@ def _brackets_nest_deeply(content: str) -> bool:
 
 @functools.cache
 def _parser_without_links() -> MarkdownIt:
-    """The inline parser for content whose brackets nest too deeply (``MAX_BRACKET_NESTING``)."""
+    """The inline parser for content whose brackets nest too deeply (``limits.markdown_max_bracket_nesting``)."""
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING})
+    md = MarkdownIt("commonmark", {"maxNesting": LIMITS.markdown_max_nesting})
     md.inline.ruler.disable(["link", "image"])
     return md
 
@@ -359,7 +362,8 @@ _DIGITS_B: Final = re.compile(rb"(?<![0-9])([0-9]{1,9})[.)]")
 # Each container level open on the line where a block starts takes at least one column of that line's leading markup
 # (a ``>``, a list marker, or the indentation that continues a list item), and a list level, two token levels deep,
 # takes two (its marker and the space after it) except the innermost, so markdown-it's nesting level there is at
-# most this + 2: below MAX_NESTING, so markdown-it-py would skip nothing either, and a thousand times below the depth
+# most this + 2: below LIMITS.markdown_max_nesting, so markdown-it-py would skip nothing either, and a thousand times
+# below the depth
 # at which markdown-it-pyrs's recursion overflows an 8 MiB stack.
 FAST_MAX_PREFIX_COLUMNS: Final = 64
 # Bytes of memory the fast path may take per source byte: markdown-it-pyrs's tree holds about 12 bytes a byte in Rust
@@ -974,10 +978,12 @@ def _count_nonblank(text: str, start: int, end: int) -> int:
     return sum(1 for _ in _NONBLANK_LINE.finditer(text, start, end))
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+def _body(ctx: FormatContext) -> dict[str, Any]:
     """The artifact of one file (see the module docstring); raises ExtractionError (encoding, resource_limit)."""
-    with no_gc():
-        return _extract(data, request)
+    return _extract(ctx.data, ctx.request)
+
+
+extract = format_module(_body)
 
 
 def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict[str, Any]:
@@ -1047,12 +1053,12 @@ def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict
     for n_entry, (first, last, count) in enumerate(failures):
         failed_lines += abs(count)
         reason = OUTPUT_LIMIT_REASON if count < 0 else NESTING_REASON
-        if n_entry < MAX_FAILED_ENTRIES or count < 0:
+        if n_entry < LIMITS.markdown_max_failed_entries or count < 0:
             builder.fail(line_ranges_label(first, last), reason)
-        elif n_entry == MAX_FAILED_ENTRIES:
+        elif n_entry == LIMITS.markdown_max_failed_entries:
             builder.fail("more line ranges", reason)
     literal = env.get(_LITERAL_BRACKETS_KEY, 0)
     if literal:
-        builder.warn(LINKS_NOT_PARSED.format(count=literal, limit=MAX_BRACKET_NESTING))
+        builder.warn(LINKS_NOT_PARSED.format(count=literal, limit=LIMITS.markdown_max_bracket_nesting))
     builder.coverage(total=total, extracted=max(0, total - failed_lines))
     return builder.build()

@@ -45,7 +45,8 @@ from typing import Any, Final
 
 import orjson
 
-from extract_fn.formats.base import ExtractRequest, no_gc
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
@@ -53,6 +54,7 @@ from extract_fn.formats.table_values import (
     report_cut,
     value_text,
 )
+from extract_fn.limits import LIMITS, Limits
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
 from shared.contract import INT64_MAX, ErrorCode, ExtractionError
 
@@ -66,8 +68,6 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 PARSER: Final = "loom-parquet"
 MAGIC: Final = b"PAR1"
 ENCRYPTED_MAGIC: Final = b"PARE"
-BOMB_RATIO: Final = 1000.0
-BOMB_FLOOR = 64 * 1024 * 1024  # not Final: a test lowers it to build a small bomb
 BATCH_BYTES: Final = 8 * 1024 * 1024  # aim for batches of about this many decoded bytes
 MAX_BATCH_ROWS: Final = 65_536
 MIN_BATCH_ROWS: Final = 64
@@ -160,7 +160,7 @@ def _short(msg: str) -> str:
     return msg[:300]
 
 
-def _check_bomb(pf: Any, data_len: int, max_output: int) -> int:
+def _check_bomb(pf: Any, data_len: int, max_output: int, limits: Limits) -> int:
     """Refuse a file whose footer says it inflates like a bomb; return the decoded bytes per row estimate."""
     md = pf.metadata
     total_uncompressed = 0
@@ -172,7 +172,7 @@ def _check_bomb(pf: Any, data_len: int, max_output: int) -> int:
             comp = max(col.total_compressed_size or 0, 1)
             values = max(col.num_values or 0, 1)
             total_uncompressed += unc
-            if unc > BOMB_FLOOR and unc / comp > BOMB_RATIO:
+            if unc > limits.parquet_bomb_floor and unc / comp > limits.parquet_bomb_ratio:
                 raise ExtractionError(
                     ErrorCode.RESOURCE_LIMIT,
                     f"column {col.path_in_schema} of row group {g} inflates from {comp} to {unc} bytes "
@@ -193,7 +193,6 @@ def _check_bomb(pf: Any, data_len: int, max_output: int) -> int:
 
 _T_STOP, _T_TRUE, _T_FALSE, _T_BYTE, _T_I16, _T_I32, _T_I64, _T_DOUBLE, _T_BINARY = 0, 1, 2, 3, 4, 5, 6, 7, 8
 _T_LIST, _T_SET, _T_MAP, _T_STRUCT = 9, 10, 11, 12
-_MAX_DEPTH: Final = 64
 _CONVERTED_MAP: Final = 1
 _CONVERTED_LIST: Final = 3
 _LOGICAL_MAP: Final = 2
@@ -248,7 +247,7 @@ class _Compact:
             yield fid, t, at
 
     def skip(self, t: int, depth: int = 0) -> None:
-        if depth > _MAX_DEPTH:
+        if depth > LIMITS.parquet_max_depth:
             raise _ThriftError("nested too deep")
         if t in (_T_TRUE, _T_FALSE):
             return
@@ -623,9 +622,11 @@ def _batch_texts(batch: Any, columns: list[list[Any]], prefixes: list[str]) -> l
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    with no_gc():
-        return _extract(data, request)
+def _body(ctx: FormatContext) -> dict[str, Any]:
+    return _extract(ctx.data, ctx.request)
+
+
+extract = format_module(_body)
 
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
@@ -642,7 +643,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         "parquet", parser=PARSER, parser_version=_parser_version(), unit="rows", options=request.options()
     )
     try:
-        row_bytes = _check_bomb(pf, len(data), request.max_output_bytes)
+        row_bytes = _check_bomb(pf, len(data), request.max_output_bytes, request.limits)
         schema = pf.schema_arrow
         md = pf.metadata
     except (OSError, pa.ArrowException, ValueError) as exc:

@@ -62,9 +62,10 @@ from typing import Any, NamedTuple
 import pypdfium2 as pdfium
 import pypdfium2.raw as R
 
-from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_text import SizedBuilder
 from extract_fn.formats.pdf_streams import check_streams
+from extract_fn.limits import LIMITS
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_OCR, ErrorCode, ExtractionError
 
@@ -76,17 +77,6 @@ SCANNED_REASON = "no text layer (scanned image); OCR not available"
 DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
 
-MAX_OUTLINE_ENTRIES = 10_000
-# Checked before pdfium works on the file (pdf_streams; pdfium aborts the process on a failed allocation):
-MAX_PAGES = 20_000  # ~35 s of this module at doc200.pdf's 1.75 ms a page; a page tree can list one page 1,000,000x
-MAX_STREAM_BYTES = 256 * 1024 * 1024  # one stream, inflated (pdfium inflates a content stream whole)
-MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all compressed streams, inflated (bounds this check's own time, ~2 s)
-MAX_TEXT_OPERATORS = 500_000  # per content stream (3,000,000 on one page ran a worker out of memory after 15 s)
-MAX_PATH_OBJECTS = 20_000  # per page, for table detection; past it the page's ruling lines are ignored
-MAX_PATH_SEGMENTS = 200_000
-MAX_FORM_DEPTH = 6
-MAX_TABLE_CELLS = 200_000
-OUTPUT_RESERVE = 0.92  # stop adding pages once the artifact estimate passes this share of the budget
 
 # Time spent in table detection (ruling lines, grids, aligned text) in this process, for the benchmark.
 TABLE_STATS: dict[str, float] = {"seconds": 0.0, "tables": 0.0}
@@ -180,32 +170,34 @@ class PageResult:
 # Entry point
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+def _body(ctx: FormatContext) -> dict[str, Any]:
+    data, request, limits = ctx.data, ctx.request, ctx.limits
     problem = check_streams(
         data,
-        max_stream_bytes=MAX_STREAM_BYTES,
-        max_total_bytes=MAX_INFLATED_BYTES,
-        max_text_operators=MAX_TEXT_OPERATORS,
+        max_stream_bytes=limits.pdf_max_stream_bytes,
+        max_total_bytes=limits.pdf_max_inflated_bytes,
+        max_text_operators=limits.pdf_max_text_operators,
     )
     if problem is not None:
         raise ExtractionError(ErrorCode.RESOURCE_LIMIT, problem.message)
     pdf = _open(data)
     try:
         n_pages = len(pdf)
-        if n_pages > MAX_PAGES:
+        if n_pages > limits.pdf_max_pages:
             raise ExtractionError(
                 ErrorCode.RESOURCE_LIMIT,
-                f"the PDF lists {n_pages:,} pages, over this service's limit of {MAX_PAGES:,} pages per file; "
+                f"the PDF lists {n_pages:,} pages, over this service's limit of {limits.pdf_max_pages:,} "
+                f"pages per file; "
                 "split it into smaller files",
             )
         builder = SizedBuilder(
             "pdf", parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options()
         )
         builder.attrs["pages"] = n_pages
-        outline = _read_outline(pdf, n_pages)
+        outline = _read_outline(pdf, n_pages, limits.pdf_max_outline_entries)
         if outline:
             builder.attrs["outline"] = True
-        budget = int(request.max_output_bytes * OUTPUT_RESERVE)
+        budget = int(request.max_output_bytes * limits.output_share_paged)
         pages: list[PageResult] = []
         used = 2048
         for index in range(n_pages):
@@ -219,6 +211,9 @@ def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         return builder.build()
     finally:
         pdf.close()
+
+
+extract = format_module(_body)
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -249,11 +244,11 @@ def _open(data: bytes) -> pdfium.PdfDocument:
 # Outline
 
 
-def _read_outline(pdf: pdfium.PdfDocument, n_pages: int) -> list[tuple[int, str, int]]:
+def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> list[tuple[int, str, int]]:
     """(level, title, page index) of each bookmark that points at a page."""
     out: list[tuple[int, str, int]] = []
     try:
-        for bm in islice(pdf.get_toc(max_depth=16), MAX_OUTLINE_ENTRIES):
+        for bm in islice(pdf.get_toc(max_depth=16), max_entries):
             title = _WS_RE.sub(" ", bm.get_title()).strip()
             if not title:
                 continue
@@ -348,7 +343,7 @@ def _has_image(page_raw: Any) -> bool:
             kind = R.FPDFPageObj_GetType(obj)
             if kind == R.FPDF_PAGEOBJ_IMAGE:
                 return True
-            if kind == R.FPDF_PAGEOBJ_FORM and depth < MAX_FORM_DEPTH:
+            if kind == R.FPDF_PAGEOBJ_FORM and depth < LIMITS.pdf_max_form_depth:
                 stack.append((obj, depth + 1, True))
     return False
 
@@ -954,8 +949,8 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
     fill = ctypes.c_int()
     stroke = ctypes.c_int()
     px, py = ctypes.c_float(), ctypes.c_float()
-    budget_objects = MAX_PATH_OBJECTS
-    budget_segments = MAX_PATH_SEGMENTS
+    budget_objects = LIMITS.pdf_max_path_objects
+    budget_segments = LIMITS.pdf_max_path_segments
     stack: list[tuple[Any, tuple[float, ...], int, bool]] = [(page_raw, identity, 0, False)]
     while stack:
         holder, ctm, depth, is_form = stack.pop()
@@ -966,7 +961,7 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
                 continue
             kind = R.FPDFPageObj_GetType(obj)
             if kind == R.FPDF_PAGEOBJ_FORM:
-                if depth < MAX_FORM_DEPTH and R.FPDFPageObj_GetMatrix(obj, fm):
+                if depth < LIMITS.pdf_max_form_depth and R.FPDFPageObj_GetMatrix(obj, fm):
                     stack.append((obj, _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm), depth + 1, True))
                 continue
             if kind != R.FPDF_PAGEOBJ_PATH:
@@ -1134,7 +1129,7 @@ def _ruled_tables(
         xs = _cluster([e[0] for e in cv], 2.0)
         if len(ys) < 3 and len(xs) < 3:
             continue  # a single box: a frame around text, not a table
-        if (len(ys) - 1) * (len(xs) - 1) > MAX_TABLE_CELLS:
+        if (len(ys) - 1) * (len(xs) - 1) > LIMITS.pdf_max_table_cells:
             continue
         bx0, bx1 = xs[0], xs[-1]
         by0, by1 = ys[0], ys[-1]

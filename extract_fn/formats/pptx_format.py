@@ -28,9 +28,11 @@ from typing import Any
 from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
+from extract_fn.limits import LIMITS
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -38,8 +40,6 @@ KIND = "pptx"
 PARSER = "loom-pptx"
 PARSER_VERSION = "1+lxml-" + ".".join(str(v) for v in etree.LXML_VERSION[:3])
 UNIT = "slides"
-OUTPUT_RESERVE = 0.92
-MAX_GROUP_DEPTH = 200
 CUT_REASON = "not extracted: the artifact reached its output size limit"
 
 A_NAMESPACES = (
@@ -198,8 +198,8 @@ class _Deck:
         failures: list[tuple[int, str]] = []
         if tree is not None:
             for n, shape, depth in _shapes(tree):
-                if depth > MAX_GROUP_DEPTH:
-                    failures.append((n, f"shape nested more than {MAX_GROUP_DEPTH} groups deep"))
+                if depth > LIMITS.pptx_max_group_depth:
+                    failures.append((n, f"shape nested more than {LIMITS.pptx_max_group_depth} groups deep"))
                     continue
                 try:
                     kind, text, attrs = self.shape(shape, rels)
@@ -322,8 +322,11 @@ def _shapes(tree: Any) -> Iterator[tuple[int, Any, int]]:
             stack.pop()
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    return with_package(data, KIND, lambda zf: _extract(zf, request))
+def _body(ctx: FormatContext) -> dict[str, Any]:
+    return with_package(ctx.data, KIND, lambda zf: _extract(zf, ctx.request), ctx.limits)
+
+
+extract = format_module(_body)
 
 
 def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
@@ -340,7 +343,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
                 order.append(rels.get(_rid(sid) or ""))
     builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
     builder.attrs["slides"] = len(order)
-    budget = int(request.max_output_bytes * OUTPUT_RESERVE)
+    budget = int(request.max_output_bytes * request.limits.output_share_paged)
     deck = _Deck(zf, builder)
     extracted = 0
     cut = False

@@ -39,9 +39,12 @@ Decisions (documented for the artifact's readers):
   ``users``), de-duplicated. **attrs.columns**: a parsed ``CREATE TABLE``'s column names.
 * **Parsing** (sqlglot, per statement, errors kept per statement): ``attrs.parsed`` is true when sqlglot read the
   statement into a tree with no opaque ``Command`` fallback. Every statement not parsed is in ``coverage.failed``
-  (``statement N (line L)``, sqlglot's message, short). Statements over ``MAX_PARSE_CHARS`` characters or nested
-  deeper than ``MAX_PAREN_DEPTH`` parentheses are not given to the parser (failed, with that reason). Parsing stops
-  after ``PARSE_BUDGET_S`` seconds: the statements left are split and keyed by their keywords, listed in one failed
+  (``statement N (line L)``, sqlglot's message, short). Statements over ``limits.sql_max_parse_chars`` characters or
+  nested
+  deeper than ``limits.sql_max_paren_depth`` parentheses are not given to the parser (failed, with that reason).
+  Parsing stops
+  after ``limits.sql_parse_budget_s`` seconds: the statements left are split and keyed by their keywords, listed in
+  one failed
   entry, and ``coverage.lost`` gets ``sql_structure``; so does an artifact where no statement parsed at all.
 * **Coverage**: unit ``statements``; ``total`` every statement found; ``extracted`` the statements parsed. Statements
   left out at the output budget (``request.max_output_bytes``) are one failed entry and count as not extracted.
@@ -50,7 +53,6 @@ Decisions (documented for the artifact's readers):
 from __future__ import annotations
 
 import bisect
-import gc
 import itertools
 import logging
 import re
@@ -65,17 +67,15 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, GcPolicy, format_module
+from extract_fn.limits import LIMITS
 from extract_fn.text_decoding import decode_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_SQL_STRUCTURE, ErrorCode, ExtractionError
 
 PARSER: Final = "loom-sql"
 PARSER_VERSION: Final = f"1+sqlglot-{sqlglot.__version__}"
-PARSE_BUDGET_S: Final = 8.0  # seconds of parsing before the rest is only split and keyed by keywords
-MAX_PARSE_CHARS: Final = 256 * 1024  # a longer statement is not given to the parser
-MAX_PAREN_DEPTH: Final = 150  # deeper parenthesis nesting is not given to the parser (its recursion)
 MAX_REASON_CHARS: Final = 240
-OUTPUT_RESERVE: Final = 64 * 1024  # bytes kept free of the output budget for coverage and the artifact's frame
 HEAD_WINDOW: Final = 4000  # characters of a statement read for its leading keywords
 HEAD_TOKENS: Final = 60  # tokens read for a statement's kind and names when the parser gives none
 MODE_TOKENS: Final = 16  # tokens read to tell a statement's mode (procedural or not)
@@ -1469,7 +1469,8 @@ def _byte_estimate(s: str) -> int:
     return len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+def _body(ctx: FormatContext) -> dict[str, Any]:
+    data, request = ctx.data, ctx.request
     try:
         dialect = Dialect.get_or_raise(request.sql_dialect)
         cfg = scan_config(request.sql_dialect)
@@ -1485,8 +1486,6 @@ def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     builder.attrs["encoding"] = decoded.encoding
     builder.attrs["dialect"] = cfg.name or "generic"
 
-    gc_threshold = gc.get_threshold()
-    gc.set_threshold(max(gc_threshold[0], 100_000), max(gc_threshold[1], 50), max(gc_threshold[2], 100))
     sqlglot_log = logging.getLogger("sqlglot")
     log_was_disabled = sqlglot_log.disabled
     sqlglot_log.disabled = True
@@ -1494,7 +1493,9 @@ def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         return _extract(text, request, dialect, cfg, builder)
     finally:
         sqlglot_log.disabled = log_was_disabled
-        gc.set_threshold(*gc_threshold)
+
+
+extract = format_module(_body, gc=GcPolicy.RARE)  # sqlglot's trees hold cycles (nodes point at their parents)
 
 
 def _extract(
@@ -1508,7 +1509,7 @@ def _extract(
     extracted = 0
     parse_started = time.perf_counter()
     budget_hit_at: int | None = None  # index of the first statement not parsed for the time budget
-    out_budget = max(0, request.max_output_bytes - OUTPUT_RESERVE)
+    out_budget = max(0, request.max_output_bytes - request.limits.output_reserve_keyed)
     spent = 0
     cut_at: int | None = None
     for idx, st in enumerate(statements):
@@ -1520,11 +1521,11 @@ def _extract(
         reason: str | None
         if budget_hit_at is not None:
             reason = None  # reported once for the whole run
-        elif len(sql) > MAX_PARSE_CHARS:
-            reason = f"not parsed: {len(sql)} characters, over the {MAX_PARSE_CHARS} a statement may have"
-        elif st.max_depth > MAX_PAREN_DEPTH:
-            reason = f"not parsed: parentheses nested {st.max_depth} deep, over {MAX_PAREN_DEPTH}"
-        elif time.perf_counter() - parse_started > PARSE_BUDGET_S:
+        elif len(sql) > LIMITS.sql_max_parse_chars:
+            reason = f"not parsed: {len(sql)} characters, over the {LIMITS.sql_max_parse_chars} a statement may have"
+        elif st.max_depth > LIMITS.sql_max_paren_depth:
+            reason = f"not parsed: parentheses nested {st.max_depth} deep, over {LIMITS.sql_max_paren_depth}"
+        elif time.perf_counter() - parse_started > request.limits.sql_parse_budget_s:
             budget_hit_at = idx
             reason = None
         else:
@@ -1556,7 +1557,8 @@ def _extract(
         first_st = statements[budget_hit_at]
         builder.fail(
             f"statements {budget_hit_at + 1}-{last} (from line {lines.line_of(first_st.start)})",
-            f"not parsed: the {PARSE_BUDGET_S:g} s parse budget ran out; split and keyed by their keywords only",
+            f"not parsed: the {request.limits.sql_parse_budget_s:g} s parse budget ran out; split and keyed "
+            f"by their keywords only",
         )
         builder.lose(LOST_SQL_STRUCTURE)
     if cut_at is not None:

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import orjson
 
+from extract_fn.limits import LIMITS
 from shared.artifact_builder import ArtifactBuilder, clean_value
 from shared.contract import (
     INT64_MAX,
@@ -332,7 +333,7 @@ class OutputBudget:
     """Bytes of artifact left to spend. ``reserve`` is kept for the envelope (coverage, warnings, columns)."""
 
     max_bytes: int
-    reserve: int = 16_384
+    reserve: int = LIMITS.output_reserve_table
     spent: int = 0
     cut: bool = False  # True once a table had to be cut
 

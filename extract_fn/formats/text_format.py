@@ -30,7 +30,8 @@ import platform
 import re
 from typing import Any, Final
 
-from extract_fn.formats.base import ExtractRequest, no_gc
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     OutputBudget,
@@ -56,10 +57,12 @@ _SCAN: Final = re.compile(
 )
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+def _body(ctx: FormatContext) -> dict[str, Any]:
     """The artifact of one file (see the module docstring); raises ExtractionError (encoding, resource_limit)."""
-    with no_gc():
-        return _extract(data, request)
+    return _extract(ctx.data, ctx.request)
+
+
+extract = format_module(_body)
 
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:

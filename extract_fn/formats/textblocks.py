@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import orjson
 
+from extract_fn.limits import LIMITS
 from shared.contract import ErrorCode, ExtractionError
 
 LINE_BREAK_RE: Final = re.compile(r"\r\n|\r|\n")
@@ -189,7 +190,7 @@ class OutputBudget:
 
     def __init__(self, max_output_bytes: int, *, reserve: int | None = None) -> None:
         if reserve is None:
-            reserve = min(16 * 1024, max_output_bytes // 2)
+            reserve = min(LIMITS.output_reserve_text, max_output_bytes // 2)
         self.limit = max(0, max_output_bytes - reserve)
         self.used = 0
         self.exhausted = False
@@ -223,9 +224,6 @@ def line_ranges_label(start: int, end: int) -> str:
 OUTPUT_LIMIT_REASON: Final = "not extracted: the artifact reached its output limit (max_output_bytes)"
 
 
-_WIDE_SAMPLE: Final = 64 * 1024
-
-
 def refuse_wide_text(data: bytes, source: str) -> None:
     """Raise the ``encoding`` error when UTF-8 by default read what is really UTF-16 or UTF-32 without a BOM.
 
@@ -234,9 +232,9 @@ def refuse_wide_text(data: bytes, source: str) -> None:
     The sign is NULs in one byte position of each 2 (or 4) and almost none in the others; a body of nothing but
     NULs is not this (it is left to the format's sniffing, and decodes as text).
     """
-    if source != "default" or b"\x00" not in data[:_WIDE_SAMPLE]:
+    if source != "default" or b"\x00" not in data[: LIMITS.wide_text_sample]:
         return
-    sample = data[:_WIDE_SAMPLE]
+    sample = data[: LIMITS.wide_text_sample]
     for width, codec in ((4, "utf-32"), (2, "utf-16")):
         if len(sample) < width * 2:
             continue

@@ -15,7 +15,8 @@ Decisions (documented for the artifact's readers):
   is trusted.
   Whatever it refuses (or raises on) is read again by tomllib, which decides the error and its message as before;
   text that starts with a second byte-order mark (which toml-rs would skip) and text whose brackets might nest
-  deeper than ``RS_MAX_DEPTH`` (toml-rs recurses without a limit and overflows the C stack past a few thousand
+  deeper than ``limits.toml_rs_max_depth`` (toml-rs recurses without a limit and overflows the C stack past a few
+  thousand
   levels) go straight to tomllib.
 * **Positions** come from our own scanner over the validated text (it knows strings, multi-line strings holding
   ``[`` or ``=``, arrays and inline tables over several lines, and comments). Lines of the common shapes (a bare
@@ -68,7 +69,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from extract_fn.formats.base import ExtractRequest, no_gc
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.limits import LIMITS
 from shared.artifact_builder import ArtifactBuilder, clean_str, cut_keys, cut_section_path
 from shared.contract import (
     INT64_MAX,
@@ -92,11 +95,9 @@ PARSER: Final = "loom-toml"
 PARSER_VERSION: Final = f"1+tomllib-py{sys.version_info.major}.{sys.version_info.minor}" + (
     f"+toml-rs{toml_rs.__version__}" if toml_rs is not None else ""
 )
-OUTPUT_RESERVE: Final = 64 * 1024  # bytes of the output budget kept for coverage and the artifact's frame
 MAX_VALUE_DEPTH: Final = MAX_NESTING - 1  # the value sits in attrs, which counts one level itself
 # toml-rs recurses once per open array or inline table (~2 KiB of C stack each) with no limit of its own; deeper
 # text goes to tomllib. Values past MAX_VALUE_DEPTH are left out of the artifact anyway.
-RS_MAX_DEPTH: Final = 32
 
 _UTF8_NAMES: Final = frozenset({"utf-8", "utf-8-sig"})
 _BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
@@ -336,10 +337,10 @@ def nesting_bound(text: str) -> int | None:
 def _rs_safe(text: str) -> bool:
     if text.startswith("\ufeff"):  # a second BOM: toml-rs skips one, TOML allows none here
         return False
-    if text.count("[") + text.count("{") <= RS_MAX_DEPTH:
+    if text.count("[") + text.count("{") <= LIMITS.toml_rs_max_depth:
         return True
     bound = nesting_bound(text)
-    return bound is not None and bound <= RS_MAX_DEPTH
+    return bound is not None and bound <= LIMITS.toml_rs_max_depth
 
 
 def _load(text: str) -> dict[str, Any]:
@@ -565,10 +566,12 @@ def _byte_estimate(s: str) -> int:
     return len(s) if s.isascii() else len(s.encode("utf-8"))
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    text, bom = decode_toml(data, request.encoding)
-    with no_gc():
-        return _extract(text, bom, request)
+def _body(ctx: FormatContext) -> dict[str, Any]:
+    text, bom = decode_toml(ctx.data, ctx.request.encoding)
+    return _extract(text, bom, ctx.request)
+
+
+extract = format_module(_body)
 
 
 def _open_table(
@@ -633,7 +636,7 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
         builder.warn("a UTF-8 byte-order mark at the start of the file was dropped")
     blocks = builder.blocks
     append = blocks.append
-    out_budget = max(0, request.max_output_bytes - OUTPUT_RESERVE)
+    out_budget = max(0, request.max_output_bytes - request.limits.output_reserve_keyed)
     spent = 0
     total = 0
     extracted = 0

@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from extract_fn.formats import safe_xml
-from extract_fn.formats.base import ExtractRequest, no_gc
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
@@ -66,18 +67,16 @@ from extract_fn.formats.table_values import (
 )
 from extract_fn.formats.xlsx_extent import box_cells
 from extract_fn.formats.zipsafe import is_xml_name, open_package, part_name, read_member, refuse_member_dtd
+from extract_fn.limits import LIMITS
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
 PARSER: Final = "loom-xlsx"
 KIND: Final = "xlsx"
-MAX_FORMULAS: Final = 200
-MAX_MERGED: Final = 1_000
 # calamine allocates a sheet's whole bounding box (first to last cell, 32 bytes a cell) and aborts the process when
 # that fails; a box past this many cells is refused from the sheet XML before calamine sees it (xlsx_extent). 2**25:
 # 32 columns of all 1,048,576 rows, or all 16,384 columns of 2,048 rows (1 GiB in calamine, 256 MiB more in Python),
 # within the default 2 GiB worker limit; and above xlsx_extent's NARROW_BOX, so columns A-Z never need the exact scan.
-MAX_SHEET_CELLS: Final = 1 << 25
 REL_OFFICE_DOCUMENT: Final = ("/officeDocument",)
 _PREFIX = rb"(?:[A-Za-z_][\w.-]*:)?"
 _ERROR_CELL = re.compile(
@@ -374,9 +373,11 @@ def _kind_of_type(t: type) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    with no_gc():
-        return _extract(data, request)
+def _body(ctx: FormatContext) -> dict[str, Any]:
+    return _extract(ctx.data, ctx.request)
+
+
+extract = format_module(_body)
 
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
@@ -413,12 +414,13 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         xml = b""
         if info is not None and info.part and pkg.has(info.part):
             xml = pkg.read(info.part)
-        cells = box_cells(xml, MAX_SHEET_CELLS)
+        cells = box_cells(xml, LIMITS.xlsx_max_sheet_cells)
         if cells is not None:
             raise ExtractionError(
                 ErrorCode.RESOURCE_LIMIT,
                 f"sheet {name!r} spans {cells:,} cells from its first to its last cell, over this service's limit of "
-                f"{MAX_SHEET_CELLS:,} cells per sheet (a stray cell far from the data does this: delete the empty "
+                f"{LIMITS.xlsx_max_sheet_cells:,} cells per sheet (a stray cell far from the data does this: "
+                f"delete the empty "
                 "rows and columns in between, or move it)",
             )
         try:
@@ -481,7 +483,7 @@ def _add_sheet(
     if merged:
         refs = []
         for (mr0, mc0), (mr1, mc1) in merged:
-            if len(refs) < MAX_MERGED:
+            if len(refs) < LIMITS.xlsx_max_merged:
                 refs.append(f"{cell_ref(mr0, mc0)}:{cell_ref(mr1, mc1)}")
             for i in range(max(mr0 - r0, 0), min(mr1 - r0 + 1, len(grid))):
                 row = grid[i]
@@ -489,10 +491,10 @@ def _add_sheet(
                     if (i + r0, j + c0) != (mr0, mc0):
                         row[j] = None
         attrs["merged"] = refs
-        if len(merged) > MAX_MERGED:
+        if len(merged) > LIMITS.xlsx_max_merged:
             attrs["merged_truncated"] = True
     if xml:
-        formulas, more = _scan_formulas(xml, MAX_FORMULAS)
+        formulas, more = _scan_formulas(xml, LIMITS.xlsx_max_formulas)
         if formulas:
             attrs["formulas"] = formulas
             if more:

@@ -12,28 +12,16 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from extract_fn.formats import safe_xml
+from extract_fn.limits import LIMITS, Limits
 from shared.contract import ErrorCode, ExtractionError
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-@dataclass(frozen=True, slots=True)
-class ZipLimits:
-    max_members: int = 20_000
-    max_total_uncompressed: int = 1024 * 1024 * 1024  # 1 GiB inflated in all
-    max_member_uncompressed: int = 512 * 1024 * 1024
-    max_ratio: float = 200.0  # inflated / compressed, for members big enough to matter
-    ratio_floor: int = 1024 * 1024  # members smaller than this are never a bomb
-
-
-DEFAULT_LIMITS = ZipLimits()
-
-
-def open_package(data: bytes, kind: str, limits: ZipLimits = DEFAULT_LIMITS) -> zipfile.ZipFile:
+def open_package(data: bytes, kind: str, limits: Limits = LIMITS) -> zipfile.ZipFile:
     """Open an OOXML package of ``kind`` ("docx", "pptx", "xlsx"), or raise the contract's error."""
     if data.startswith(OLE_MAGIC):
         raise ExtractionError(
@@ -47,28 +35,30 @@ def open_package(data: bytes, kind: str, limits: ZipLimits = DEFAULT_LIMITS) -> 
         raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} file is not a readable zip package: {exc}") from None
     if not infos:
         raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} file is an empty zip archive with no parts")
-    if len(infos) > limits.max_members:
+    if len(infos) > limits.zip_max_members:
         raise ExtractionError(
             ErrorCode.RESOURCE_LIMIT,
-            f"the {kind} package has {len(infos)} parts, over the limit of {limits.max_members}",
+            f"the {kind} package has {len(infos)} parts, over the limit of {limits.zip_max_members}",
         )
     total = 0
     for info in infos:
         if info.flag_bits & 0x1:
             raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} package has an encrypted part ({info.filename})")
         total += info.file_size
-        if info.file_size > limits.max_member_uncompressed:
+        if info.file_size > limits.zip_max_member_uncompressed:
             raise ExtractionError(
                 ErrorCode.RESOURCE_LIMIT,
                 f"part {info.filename} of the {kind} file inflates to {info.file_size} bytes, over the limit",
             )
-        if info.file_size > limits.ratio_floor and info.file_size > limits.max_ratio * max(info.compress_size, 1):
+        if info.file_size > limits.zip_ratio_floor and info.file_size > limits.zip_max_ratio * max(
+            info.compress_size, 1
+        ):
             raise ExtractionError(
                 ErrorCode.RESOURCE_LIMIT,
-                f"part {info.filename} of the {kind} file has a compression ratio over {limits.max_ratio:.0f}:1 "
+                f"part {info.filename} of the {kind} file has a compression ratio over {limits.zip_max_ratio:.0f}:1 "
                 "(a zip bomb?)",
             )
-    if total > limits.max_total_uncompressed:
+    if total > limits.zip_max_total_uncompressed:
         raise ExtractionError(ErrorCode.RESOURCE_LIMIT, f"the {kind} package inflates to {total} bytes, over the limit")
     return zf
 
@@ -119,9 +109,9 @@ def has_member(zf: zipfile.ZipFile, name: str) -> bool:
 T = TypeVar("T")
 
 
-def with_package(data: bytes, kind: str, read: Callable[[zipfile.ZipFile], T]) -> T:
+def with_package(data: bytes, kind: str, read: Callable[[zipfile.ZipFile], T], limits: Limits = LIMITS) -> T:
     """Open the package safely, run ``read`` on it, and turn a damaged archive or too-deep content into ``corrupt``."""
-    zf = open_package(data, kind)
+    zf = open_package(data, kind, limits)
     try:
         return read(zf)
     except (zipfile.BadZipFile, KeyError, EOFError, OSError) as exc:
