@@ -6,7 +6,9 @@ throughput down 79%). The pool asks this memory before handing a file to a worke
 than ``ttl_s`` ago gets the same error code (and its message, saying it was not tried again) without a worker.
 
 What is remembered: the outcomes where the worker process ended, a death (signal, exit) or a ``MemoryError`` after
-which the worker retires. Timeouts are not: they depend on the machine's load and on the caller's deadline.
+which the worker retires; and (``ended_worker=False``) refusals that cost a worker much time, answered again word for
+word (the pool decides which: ``workers.COSTLY_REFUSAL_S``). Timeouts are not: they depend on the machine's load and
+on the caller's deadline.
 The key is the extractor, the options that change a parse (format, encoding, SQL dialect, output budget) and the
 SHA-256 of the bytes; the name is left out (renaming a file does not make it parse differently). Hashing costs
 nothing on the normal path: an input is hashed only when an entry of its size is remembered, or after it ended a
@@ -32,6 +34,7 @@ class Remembered:
     code: str  # the contract's error code the input got
     message: str  # the message it got
     at: float  # when (the memory's clock)
+    ended_worker: bool = True  # a crash or MemoryError (else a costly, deterministic refusal)
 
 
 def _digest(scope: tuple[object, ...], data: bytes | memoryview) -> bytes:
@@ -65,8 +68,9 @@ class CrashMemory:
             self._expire()
             return len(self._entries)
 
-    def recall(self, scope: tuple[object, ...], data: bytes | memoryview) -> Remembered | None:
-        """What ``data`` (under ``scope``) got when it last ended a worker, if that was less than ``ttl_s`` ago."""
+    def recall(self, scope: tuple[object, ...], data: bytes | memoryview, *, count: bool = True) -> Remembered | None:
+        """What ``data`` (under ``scope``) got when it was remembered, if that was less than ``ttl_s`` ago (a hit
+        is counted in ``hits`` unless ``count`` is false)."""
         with self._lock:
             self._expire()
             if len(data) not in self._sizes:
@@ -74,17 +78,25 @@ class CrashMemory:
         key = _digest(scope, data)  # outside the lock: hashing a big input takes a while (and releases the GIL)
         with self._lock:
             found = self._entries.get(key)
-            if found is not None:
+            if found is not None and count:
                 self.hits += 1
             return found
 
-    def remember(self, scope: tuple[object, ...], data: bytes | memoryview, code: str, message: str) -> None:
+    def remember(
+        self,
+        scope: tuple[object, ...],
+        data: bytes | memoryview,
+        code: str,
+        message: str,
+        *,
+        ended_worker: bool = True,
+    ) -> None:
         if self.max_entries == 0 or self.ttl_s == 0:
             return
         key = _digest(scope, data)
         with self._lock:
             self._drop(key)
-            self._entries[key] = Remembered(code, message, self._clock())
+            self._entries[key] = Remembered(code, message, self._clock(), ended_worker)
             self._length_of[key] = len(data)
             self._sizes[len(data)] = self._sizes.get(len(data), 0) + 1
             while len(self._entries) > self.max_entries:

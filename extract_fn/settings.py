@@ -80,7 +80,7 @@ class Settings:
     memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     workers: int = field(default_factory=cpu_count)
-    caller_max_requests: int = 0  # 0: half of what the pool admits (workers and queue)
+    caller_max_requests: int = 0  # 0: all the pool admits but `workers` places, kept for the other callers
     caller_workers: int = 0  # 0: every worker (round-robin between callers still applies)
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
     spool_bytes: int = DEFAULT_SPOOL_BYTES

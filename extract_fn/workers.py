@@ -397,7 +397,9 @@ class WorkerPool:
         self.max_queued = 4 * size if max_queued is None else max_queued
         # One caller may hold half of what the pool admits, so another always finds room; its requests may run on
         # every worker (round-robin still hands the next free one to a waiting caller first).
-        self.caller_max_requests = caller_max_requests or max(1, (size + self.max_queued) // 2)
+        # Work-conserving: one caller may fill the pool but for ``size`` places kept for the others (a worker's worth
+        # each), so a lone caller is never refused while the pool has room, and a newcomer always finds a place.
+        self.caller_max_requests = caller_max_requests or max(1, self.max_queued)
         self.caller_workers = caller_workers or size
         self.spool_reply_bytes = spool_reply_bytes
         self.startup_timeout_s = startup_timeout_s
@@ -628,6 +630,11 @@ class WorkerPool:
         limit = self.timeout_s if timeout_s is None else timeout_s
         job = _Job(admission, extractor, data, request, limit, time.monotonic())
         job.future.add_done_callback(lambda _f: self._job_done(job))
+        try:  # an input that ended a worker, or was refused at a high cost, lately: answered without a worker
+            _recall_crash(self.crash_memory, self._scope(extractor, request), data)
+        except Exception as exc:
+            _fail(job, exc)
+            return job
         with self._lock:
             closed = self._closed or admission.released
             if not closed:
@@ -715,6 +722,9 @@ class WorkerPool:
             with w.lock:
                 result = self._extract(w, job.extractor, job.data, job.request, remaining)
         except BaseException as exc:
+            _remember_costly_refusal(
+                self.crash_memory, self._scope(job.extractor, job.request), job.data, exc, time.monotonic() - started
+            )
             waited = started - job.queued_at
             if _is_timeout(exc) and waited > (1 - _FAIR_RUN_SHARE) * job.limit_s:
                 exc = PoolUnavailable(
@@ -735,6 +745,10 @@ class WorkerPool:
                 self._changed.notify_all()
             self._dispatch()
 
+    def _scope(self, extractor: str, request: ExtractRequest) -> tuple[object, ...]:
+        """What, besides the bytes, decides an extraction's outcome (the crash memory's key)."""
+        return (extractor, request.format, request.encoding, request.sql_dialect, self.max_output_bytes)
+
     def _extract(
         self, w: _Worker, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float
     ) -> bytes | SpooledReply:
@@ -744,8 +758,7 @@ class WorkerPool:
 
         if self._closed:
             raise PoolUnavailable("the worker pool is closed")
-        scope = (extractor, request.format, request.encoding, request.sql_dialect, self.max_output_bytes)
-        _recall_crash(self.crash_memory, scope, data)
+        scope = self._scope(extractor, request)
         if w.proc is None or (w.ready and not w.alive()):  # never started, or died while idle (an OOM kill)
             self._replace(w)
             if w.proc is None:
@@ -861,13 +874,36 @@ def _recall_crash(memory: CrashMemory, scope: tuple[object, ...], data: bytes) -
     from shared.contract import ExtractionError
 
     found = memory.recall(scope, data)
-    if found is not None:
-        ago = max(0, round(time.monotonic() - found.at))
-        raise ExtractionError(
-            found.code,
-            f"{found.message} (this same file ended a worker process {ago} s ago; it is not tried again until "
-            f"{memory.ttl_s:g} s after that)",
-        )
+    if found is None:
+        return
+    if not found.ended_worker:  # a deterministic refusal: the same answer a fresh run gives, word for word
+        raise ExtractionError(found.code, found.message)
+    ago = max(0, round(time.monotonic() - found.at))
+    raise ExtractionError(
+        found.code,
+        f"{found.message} (this same file ended a worker process {ago} s ago; it is not tried again until "
+        f"{memory.ttl_s:g} s after that)",
+    )
+
+
+# An input refused as ``resource_limit`` or ``corrupt`` after at least this much of a worker's time is remembered
+# too: the refusal depends only on the bytes and the options, so a client looping a hostile file costs one worker
+# run per ``ttl_s``, not one per request. Cheap refusals are not worth an entry (or a hash).
+COSTLY_REFUSAL_S: Final = 0.5
+
+
+def _remember_costly_refusal(
+    memory: CrashMemory, scope: tuple[object, ...], data: bytes | memoryview, exc: BaseException, worker_s: float
+) -> None:
+    from shared.contract import ErrorCode, ExtractionError
+
+    if (
+        worker_s >= COSTLY_REFUSAL_S
+        and isinstance(exc, ExtractionError)
+        and exc.code in (ErrorCode.RESOURCE_LIMIT, ErrorCode.CORRUPT)
+        and memory.recall(scope, data, count=False) is None  # a remembered crash keeps its own entry and message
+    ):
+        memory.remember(scope, data, exc.code.value, exc.message, ended_worker=False)
 
 
 def _remember_crash(memory: CrashMemory, scope: tuple[object, ...], data: bytes, exc: Exception) -> Exception:

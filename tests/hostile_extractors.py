@@ -115,6 +115,17 @@ def raise_extraction_error(data: bytes, request: ExtractRequest) -> dict[str, An
     raise ExtractionError(ErrorCode.ENCODING, "the text does not decode (from the hostile extractor)")
 
 
+def slow_refusal(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """Refuses the file after more than a second of work (a costly, deterministic refusal), counting its runs in
+    the file the bytes name."""
+    with open(data.decode().strip(), "a") as runs:
+        runs.write("run\n")
+    done = time.monotonic() + 1.0
+    while time.monotonic() < done:  # a second of work
+        pass
+    raise ExtractionError(ErrorCode.RESOURCE_LIMIT, "the file is over a limit (from the hostile extractor)")
+
+
 def raise_system_exit(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     raise SystemExit(0)
 

@@ -4,6 +4,7 @@ without allocating at the memory limit (extract_fn/workers.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,21 @@ def test_the_memory_error_reply_is_built_without_allocating_at_the_limit(pool: W
     # The worker retires after a MemoryError; the file is remembered like a crash.
     again = _error(pool, "exhaust_memory", b"fills the heap\n")
     assert again.message.startswith(err.message + " (this same file ended a worker process")
+
+
+def test_a_costly_refusal_is_answered_from_memory_the_second_time(pool: WorkerPool, tmp_path: Path) -> None:
+    """A file refused after more than COSTLY_REFUSAL_S of a worker's time gets the same answer, word for word,
+    without a worker the next time (a client looping a hostile file costs one run); another file still runs."""
+    runs = tmp_path / "runs.txt"
+    data = f"{runs}\n".encode()
+    first = _error(pool, "slow_refusal", data)
+    assert first.code is ErrorCode.RESOURCE_LIMIT
+    completed = pool.stats.completed
+    second = _error(pool, "slow_refusal", data)
+    assert (second.code, second.message) == (first.code, first.message)
+    assert pool.stats.completed == completed  # no worker answered it
+    assert runs.read_text().count("run") == 1
+    other_runs = tmp_path / "other.txt"
+    _error(pool, "slow_refusal", f"{other_runs}\n".encode())
+    assert other_runs.read_text().count("run") == 1
+    assert pool.stats.completed == completed + 1
