@@ -3,7 +3,8 @@
 ``FakeExtractor`` runs a ``ThreadingHTTPServer`` on a free 127.0.0.1 port. By default it serves a capabilities
 document (``capabilities``, mutable) at every ``.../v1/capabilities`` path and a small valid artifact for the asked
 format at every ``.../v1/extract`` path. ``reply(path, Reply(...))`` sets what one path answers instead: any status,
-headers and body, a delay before the answer, a gzip-compressed body, a chunked body dripped slowly. Every request is
+headers and body, no answer at all until the server closes (``hang``: a client timeout fires however slow the
+machine is), a gzip-compressed body, a chunked body dripped slowly. Every request is
 recorded (``received``, ``calls(...)``), headers and body included.
 """
 
@@ -72,7 +73,7 @@ class Reply:
     status: int = 200
     body: bytes | dict[str, Any] | list[Any] | str = b""
     headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0  # wait this long before the status line
+    hang: bool = False  # send nothing until the server closes (the client's timeout must fire)
     gzip: bool = False  # gzip the body and say Content-Encoding: gzip
     chunked: bool = False  # Transfer-Encoding: chunked instead of Content-Length
     drip: tuple[int, float] | None = None  # chunked, this many bytes every this many seconds
@@ -145,7 +146,8 @@ class FakeExtractor:
                     self.close_connection = True
 
             def _send(self, reply: Reply) -> None:
-                if reply.delay_s and fake.stopping.wait(reply.delay_s):
+                if reply.hang:
+                    fake.stopping.wait()
                     self.close_connection = True
                     return
                 payload = reply.payload()

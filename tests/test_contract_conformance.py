@@ -870,7 +870,7 @@ class _Live:
 
     def __enter__(self) -> tuple[str, int]:
         self.thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120  # it must start; how soon does not matter
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.02)
         assert self.server.started

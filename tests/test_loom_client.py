@@ -25,6 +25,7 @@ from shared.loom import (
 )
 from shared.outbound import Allowlist, Outbound
 from tests.loom_fake_server import FakeExtractor, Reply, capabilities_doc, error_reply, minimal_artifact
+from tests.timeouts import HANG_TIMEOUT_S
 
 TOKEN = "default-token-Zq8xT"
 TOKEN_A = "token-of-service-a-Jk2"
@@ -462,8 +463,8 @@ def test_bad_capabilities_make_the_service_unavailable(fake: FakeExtractor, repl
 
 
 def test_capabilities_timeout_is_unavailable(fake: FakeExtractor) -> None:
-    fake.reply("/v1/capabilities", Reply(body=capabilities_doc(), delay_s=10))
-    res = client_for(fake.url, **{TIMEOUT: "0.3"}).extract(DATA, format="markdown")
+    fake.reply("/v1/capabilities", Reply(body=capabilities_doc(), hang=True))
+    res = client_for(fake.url, **{TIMEOUT: "0.3"}).extract(DATA, format="markdown")  # nothing else has to answer
     assert res.verdict is Verdict.UNAVAILABLE
     assert fake.calls() == []
 
@@ -552,18 +553,23 @@ def test_401_without_a_token_says_so(fake: FakeExtractor) -> None:
 
 
 def test_timeout_on_extract_is_unavailable(fake: FakeExtractor) -> None:
-    fake.reply("/v1/extract", Reply(body=minimal_artifact(), delay_s=10))
-    res = client_for(fake.url, **{TIMEOUT: "0.4"}).extract(DATA, format="markdown")
+    fake.reply("/v1/extract", Reply(body=minimal_artifact(), hang=True))
+    res = client_for(fake.url, **{TIMEOUT: str(HANG_TIMEOUT_S)}).extract(DATA, format="markdown")
     assert res.verdict is Verdict.UNAVAILABLE
     assert "timeout" in res.message or "timed out" in res.message
 
 
+def _endless_drip() -> Reply:
+    """A valid artifact sent one byte every 0.05 s: over an hour, so any whole-call deadline ends it first."""
+    return Reply(body=minimal_artifact(text="x" * 100_000), drip=(1, 0.05))
+
+
 def test_slow_drip_past_the_whole_call_deadline_is_unavailable(fake: FakeExtractor) -> None:
     # Each byte comes well within the per-read timeout; only a deadline for the whole call catches it.
-    fake.reply("/v1/extract", Reply(body=minimal_artifact(), drip=(1, 0.05)))
-    res = client_for(fake.url, **{TIMEOUT: "0.5"}).extract(DATA, format="markdown")
+    fake.reply("/v1/extract", _endless_drip())
+    res = client_for(fake.url, **{TIMEOUT: str(HANG_TIMEOUT_S)}).extract(DATA, format="markdown")
     assert res.verdict is Verdict.UNAVAILABLE
-    assert "whole-call timeout of 0.5 s" in res.message
+    assert f"whole-call timeout of {HANG_TIMEOUT_S:g} s" in res.message
 
 
 def test_connection_refused_is_unavailable() -> None:
@@ -579,8 +585,8 @@ def test_answer_cut_short_is_unavailable(fake: FakeExtractor) -> None:
 
 
 def test_client_recovers_after_timeouts(fake: FakeExtractor) -> None:
-    client = client_for(fake.url, **{TIMEOUT: "0.4"})
-    fake.reply("/v1/extract", Reply(body=minimal_artifact(), drip=(1, 0.05)))
+    client = client_for(fake.url, **{TIMEOUT: str(HANG_TIMEOUT_S)})
+    fake.reply("/v1/extract", _endless_drip())
     assert client.extract(DATA, format="markdown").unavailable
     del fake.replies["/v1/extract"]
     assert client.extract(DATA, format="markdown").ok
@@ -674,19 +680,19 @@ def test_service_messages_are_scrubbed_of_tokens(fake: FakeExtractor) -> None:
 
 
 def test_no_message_or_repr_holds_a_token(fake: FakeExtractor) -> None:
-    client = client_for(fake.url, **{TIMEOUT: "0.3"})
+    client = client_for(fake.url, **{TIMEOUT: str(HANG_TIMEOUT_S)})
     results: list[LoomResult] = []
     for reply in (
         Reply(status=401, body=TOKEN),
         Reply(status=302, headers={"Location": f"/x?t={TOKEN}"}),
         error_reply("a" * 41, TOKEN),
-        Reply(body=minimal_artifact(), delay_s=5),
+        Reply(body=minimal_artifact(), hang=True),
         Reply(body={"not": TOKEN}),
     ):
         fake.reply("/v1/extract", reply)
         results.append(client.extract(DATA, format="markdown", token=TOKEN_B))
     fake.reply("/v1/capabilities", Reply(status=200, body={"contract_version": 1, "oops": TOKEN}))
-    client = client_for(fake.url, **{TIMEOUT: "0.3"})
+    client = client_for(fake.url, **{TIMEOUT: str(HANG_TIMEOUT_S)})
     results.append(client.extract(DATA, format="markdown"))
     for res in results:
         assert not res.ok

@@ -138,7 +138,7 @@ def test_a_500_mb_artifact_is_refused_by_the_output_limit() -> None:
 def test_a_worker_killed_while_idle_is_replaced_without_failing_a_request(solo: WorkerPool) -> None:
     pid = _ok(solo)["attrs"]["pid"]
     os.kill(pid, signal.SIGKILL)  # as the kernel's OOM killer would
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # it must go; how soon does not matter
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _gone(pid)
@@ -329,7 +329,7 @@ def test_workers_die_with_the_service_even_mid_extraction() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == 2
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120  # they must go; how soon does not matter
     while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [p for p in pids if not _gone(p)] == []

@@ -4,7 +4,6 @@ DBRICKS, the registration API, Palantir, a result file host and a managed-identi
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -44,8 +43,8 @@ class Reply:
     status: int = 200
     body: bytes | dict[str, Any] | list[Any] | str = b""
     headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0  # sleep before answering (a client timeout shorter than this sees a timeout)
-    wait_for: threading.Event | None = None  # block until this is set (max 10 s)
+    hang: bool = False  # never answer until the server closes: the client's timeout fires, however slow the machine
+    wait_for: threading.Event | None = None  # answer only once this is set (or the server closes)
     chunked: bool = False  # no Content-Length: stream the body in chunks
 
     def payload(self) -> bytes:
@@ -78,6 +77,7 @@ class LocalServer:
         self.route: Route = route or (lambda seen: Reply(404))
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
+        self.released = threading.Event()  # set by close(): hanging replies end (without an answer)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -100,10 +100,12 @@ class LocalServer:
                 with server.lock:
                     server.seen.append(seen)
                 reply = server.route(seen)
+                if reply.hang:
+                    server.released.wait()
+                    self.close_connection = True
+                    return
                 if reply.wait_for is not None:
-                    reply.wait_for.wait(10)
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
+                    _wait_either(reply.wait_for, server.released)
                 data = reply.payload()
                 try:
                     self.send_response(reply.status)
@@ -141,8 +143,15 @@ class LocalServer:
             return [s for s in self.seen if (method is None or s.method == method) and s.path.startswith(prefix)]
 
     def close(self) -> None:
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _wait_either(event: threading.Event, released: threading.Event) -> None:
+    """Block until ``event`` is set or the server is closed (no deadline: what a test waits for must happen)."""
+    while not event.wait(0.05) and not released.is_set():
+        pass
 
 
 class ScriptedExtractor(LocalServer):

@@ -15,6 +15,7 @@ from shared.orchestration.results import ResultError, download_result
 from shared.orchestration.scheduling import PollMessage
 from shared.orchestration.submit import handle_accepted_events
 from tests.orchestration.conftest import Orch, Reply
+from tests.timeouts import HANG_TIMEOUT_S
 
 
 def _start(orch: Orch, config: dict[str, Any] | None = None, app: str = "app-1") -> str:
@@ -32,7 +33,7 @@ def _job(orch: Orch, job_id: str) -> Any:
 
 
 def test_docsai_flapping_statuses_and_request_errors_keep_polling(make_orch: Any) -> None:
-    orch: Orch = make_orch(EXTRACTOR_HTTP_TIMEOUT_SECONDS="0.3")
+    orch: Orch = make_orch(EXTRACTOR_HTTP_TIMEOUT_SECONDS=str(HANG_TIMEOUT_S))
     job_id = _start(orch)
     orch.docsai.poll_script["1001"] = [
         Reply(200, {"Status": "processing"}),
@@ -41,7 +42,7 @@ def test_docsai_flapping_statuses_and_request_errors_keep_polling(make_orch: Any
         Reply(503, {"error": "busy"}),  # request error -> processing
         Reply(200, b"<html>oops</html>"),  # malformed body -> processing
         Reply(200, ["not", "an", "object"]),
-        Reply(200, {"Status": "processing"}, delay_s=1.0),  # timeout -> processing
+        Reply(200, {"Status": "processing"}, hang=True),  # timeout -> processing
         Reply(200, {"Status": "PROCESSING"}),
         Reply(200, {"Status": "Complete", "Payload": {"ok": True}}),
     ]
@@ -55,7 +56,7 @@ def test_docsai_flapping_statuses_and_request_errors_keep_polling(make_orch: Any
         "polling request error: HTTP 503",
         "polling request error: the answer is not JSON",
         "polling request error: the answer is not a JSON object",
-        "polling request error: no complete answer within the whole-call timeout of 0.3 s",
+        f"polling request error: no complete answer within the whole-call timeout of {HANG_TIMEOUT_S:g} s",
     ]
     assert _job(orch, job_id).state == JobState.SUCCEEDED
 

@@ -25,6 +25,7 @@ from shared.orchestration.submit import (
 )
 from shared.orchestration.sweeper import sweep
 from tests.orchestration.conftest import Orch, Reply
+from tests.timeouts import HANG_TIMEOUT_S
 
 
 def _submit(orch: Orch, *events: dict[str, Any]) -> list[Any]:
@@ -62,9 +63,9 @@ def test_five_failures_fail_the_job(orch: Orch) -> None:
 
 
 def test_timeouts_are_retried(make_orch: Any) -> None:
-    orch: Orch = make_orch(EXTRACTOR_HTTP_TIMEOUT_SECONDS="0.3")
+    orch: Orch = make_orch(EXTRACTOR_HTTP_TIMEOUT_SECONDS=str(HANG_TIMEOUT_S))
     orch.register("app-1", orch.docsai_config())
-    orch.docsai.submit_script = [Reply(200, {"ExtractedEntityId": 1}, delay_s=1.0)] * 2
+    orch.docsai.submit_script = [Reply(200, {"ExtractedEntityId": 1}, hang=True)] * 2
     [outcome] = _submit(orch, orch.event("app-1"))
     assert len(orch.docsai.posts()) == 3
     assert outcome.state == JobState.POLLING
@@ -72,14 +73,15 @@ def test_timeouts_are_retried(make_orch: Any) -> None:
 
 
 def test_timeouts_every_time_fail_the_job(make_orch: Any) -> None:
-    orch: Orch = make_orch(EXTRACTOR_HTTP_TIMEOUT_SECONDS="0.2", SUBMIT_MAX_ATTEMPTS="3")
+    orch: Orch = make_orch(EXTRACTOR_HTTP_TIMEOUT_SECONDS=str(HANG_TIMEOUT_S), SUBMIT_MAX_ATTEMPTS="3")
     orch.register("app-1", orch.docsai_config())
-    orch.docsai.submit_script = [Reply(200, {}, delay_s=0.6)] * 3
+    orch.docsai.submit_script = [Reply(200, {}, hang=True)] * 3
     [outcome] = _submit(orch, orch.event("app-1"))
+    assert len(orch.docsai.posts()) == 3
     assert outcome.state == JobState.FAILED
     assert outcome.reason == (
         "submission failed after 3 attempts (last: transport error: no complete answer within the whole-call "
-        "timeout of 0.2 s)"
+        f"timeout of {HANG_TIMEOUT_S:g} s)"
     )
 
 
