@@ -74,6 +74,10 @@ class Limits:
     )
     pdf_max_stream_bytes: int = _limit(256 * 1024**2, "bytes one stream inflates to (pdfium inflates it whole)")
     pdf_max_inflated_bytes: int = _limit(1024**3, "bytes all compressed streams inflate to (bounds the check: ~2 s)")
+    pdf_max_stream_ratio: float = _limit(
+        200.0, "inflated / compressed size of one stream past `pdf_stream_ratio_floor`: a bomb's sign, as in zips"
+    )
+    pdf_stream_ratio_floor: int = _limit(32 * 1024**2, "bytes a stream must inflate to before its ratio counts")
     pdf_max_text_operators: int = _limit(
         500_000, "text-showing operators in one content stream (3,000,000 ran a worker out of memory after 15 s)"
     )

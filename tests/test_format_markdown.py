@@ -694,3 +694,28 @@ def test_fast_path_keeps_to_the_memory_limit() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "24000"
+
+
+def test_deeply_nested_brackets_read_as_text_match_the_parser_without_links() -> None:
+    """Content whose brackets nest past the cap is parsed with its brackets standing in as non-terminator
+    punctuation (fast); its text is exactly what markdown-it without the link rules gives (slow: a rule chain per
+    bracket), escapes, code spans, emphasis beside brackets and HTML included."""
+    import random
+
+    from extract_fn.formats import markdown_format as mf
+
+    deep = "[" * (LIMITS.markdown_max_bracket_nesting + 1)
+    cases = [
+        deep + "a *b* `c[d]` \\[e\\] \\\\[f] **g**" + "]" * 40,
+        "x*[" * 35 + "y]*z" * 35,
+        deep + " <span>[h]</span> &#91; ![img](u) [link](v)",
+        deep + "\\\\\\[ q ] ``[``]`` *[x]*y",
+    ]
+    rng = random.Random(3)
+    for _ in range(2000):
+        cases.append(deep + "".join(rng.choice("[]*_`\\ ab!<>&#") for _ in range(rng.randint(1, 30))))
+    slow = mf._parser_without_links()
+    for content in cases:
+        children: list[Any] = []
+        slow.inline.parse(content, slow, {}, children)
+        assert mf.inline_text(content, {}) == mf._render_inline(children), content

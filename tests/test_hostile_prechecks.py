@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,7 +118,36 @@ def test_a_pdf_flate_bomb_is_refused_before_pdfium_aborts(pool: WorkerPool) -> N
     """1 MB inflating to 1 GiB: pdfium aborted the worker (SIGABRT) allocating it."""
     err = _refused(pool, "pdf", hi.flate_bomb_pdf(1024))
     assert err.code is ErrorCode.RESOURCE_LIMIT
-    assert f"inflates to more than {LIMITS.pdf_max_stream_bytes:,} bytes" in err.message
+    # Refused by its ratio once past the floor, long before it inflates to the size limit.
+    assert f"inflates more than {LIMITS.pdf_max_stream_ratio:g} times its size" in err.message
+    assert "decompression bomb" in err.message
+
+
+def test_a_pdf_stream_that_inflates_steeply_but_stays_under_the_floor_is_read() -> None:
+    """The ratio counts only past ``pdf_stream_ratio_floor``: a small, very repetitive content stream is read."""
+    from extract_fn.formats.pdf_streams import check_streams
+
+    raw = b"q 1 0 0 1 0 0 cm Q\n" * 200_000  # 3.8 MB of one drawing command, ~1000:1
+    data = hi.one_page_pdf(zlib.compress(raw, 9), contents_extra=b"/Filter /FlateDecode")
+    common = {"max_stream_bytes": 1 << 30, "max_total_bytes": 1 << 30, "max_text_operators": 1 << 30}
+    assert check_streams(data, max_ratio=200.0, ratio_floor=32 << 20, **common) is None
+    problem = check_streams(data, max_ratio=200.0, ratio_floor=1 << 20, **common)
+    assert problem is not None
+    assert "inflates more than 200 times its size" in problem.message
+
+
+def test_a_pdf_stream_at_a_normal_ratio_is_read_past_the_floor() -> None:
+    """A stream past the floor at an ordinary ratio (text-like content, ~3:1) passes the ratio check."""
+    import random
+
+    from extract_fn.formats.pdf_streams import check_streams
+
+    rng = random.Random(7)
+    words = [bytes(rng.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(5000)]
+    raw = b" ".join(rng.choice(words) for _ in range(700_000))  # ~4 MB of word salad
+    data = hi.one_page_pdf(zlib.compress(raw, 9), contents_extra=b"/Filter /FlateDecode")
+    common = {"max_stream_bytes": 1 << 30, "max_total_bytes": 1 << 30, "max_text_operators": 1 << 30}
+    assert check_streams(data, max_ratio=200.0, ratio_floor=1 << 20, **common) is None
 
 
 def test_a_pdf_page_of_3_million_text_operators(pool: WorkerPool) -> None:

@@ -177,6 +177,8 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         max_stream_bytes=limits.pdf_max_stream_bytes,
         max_total_bytes=limits.pdf_max_inflated_bytes,
         max_text_operators=limits.pdf_max_text_operators,
+        max_ratio=limits.pdf_max_stream_ratio,
+        ratio_floor=limits.pdf_stream_ratio_floor,
     )
     if problem is not None:
         raise ExtractionError(ErrorCode.RESOURCE_LIMIT, problem.message)

@@ -45,9 +45,17 @@ def _dictionary(data: bytes, start: int) -> bytes:
 
 
 def check_streams(
-    data: bytes, *, max_stream_bytes: int, max_total_bytes: int, max_text_operators: int
+    data: bytes,
+    *,
+    max_stream_bytes: int,
+    max_total_bytes: int,
+    max_text_operators: int,
+    max_ratio: float = float("inf"),
+    ratio_floor: int = 0,
 ) -> StreamProblem | None:
-    """The first limit a compressed stream of ``data`` passes once inflated, or None."""
+    """The first limit a compressed stream of ``data`` passes once inflated, or None. A stream past ``ratio_floor``
+    inflated bytes that inflates more than ``max_ratio`` times what it consumed is a bomb: refused there, without
+    inflating (and scanning) the rest up to ``max_stream_bytes``."""
     total = 0
     for number, m in enumerate(_STREAM.finditer(data), start=1):
         head = _dictionary(data, m.start())
@@ -62,7 +70,7 @@ def check_streams(
         if not _FLATE_FIRST.search(head):
             continue
         inflater = zlib.decompressobj()
-        size = operators = 0
+        size = operators = fed = 0
         pos = m.end()
         pending = b""
         while not inflater.eof:
@@ -70,6 +78,7 @@ def check_streams(
                 if pos >= len(data):
                     break
                 pending, pos = data[pos : pos + _IN_CHUNK], pos + _IN_CHUNK
+                fed += len(pending)
             try:
                 out = inflater.decompress(pending, _OUT_CHUNK)
             except zlib.error:
@@ -78,6 +87,12 @@ def check_streams(
             size += len(out)
             total += len(out)
             operators += sum(out.count(op) for op in _TEXT_OPERATORS)
+            consumed = fed - len(pending) - len(inflater.unused_data)  # compressed bytes read so far
+            if size > ratio_floor and size > max_ratio * max(1, consumed):
+                return StreamProblem(
+                    f"compressed stream {number} of the PDF inflates more than {max_ratio:g} times its size (past "
+                    f"{ratio_floor:,} bytes), over this service's limit (a decompression bomb?)"
+                )
             if size > max_stream_bytes:
                 return StreamProblem(
                     f"compressed stream {number} of the PDF inflates to more than {max_stream_bytes:,} bytes, "
