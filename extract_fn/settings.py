@@ -27,6 +27,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Final
 
 from shared.contract import DEFAULT_MAX_BYTES
@@ -160,62 +161,9 @@ class Settings:
 
     def __post_init__(self) -> None:
         # No tokens is a valid value for the CLI, which serves no HTTP; the HTTP app refuses it (require_tokens).
-        problems = self._problems()
+        problems = _out_of_range(self)
         if problems:
             raise SettingsError(problems)
-
-    def _problems(self) -> list[Problem]:
-        """Every out-of-range value (each naming its setting); a value read from the environment or passed in."""
-        problems: list[Problem] = []
-
-        def bad(name: str, what: str) -> None:
-            problems.append(Problem(name, what))
-
-        if any(not _token_ok(token) for token in self.tokens):
-            bad(
-                ENV_TOKENS,
-                f"{ENV_TOKENS} holds a token with a character that cannot be sent in an Authorization header "
-                "(tokens must be visible ASCII without spaces or commas)",
-            )
-        if self.max_bytes <= 0:
-            bad(ENV_MAX_BYTES, f"{ENV_MAX_BYTES} must be a positive number of bytes, got {self.max_bytes}")
-        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
-            bad(ENV_TIMEOUT_S, f"{ENV_TIMEOUT_S} must be a positive number of seconds, got {self.timeout_s}")
-        if self.memory_limit_mb != 0 and self.memory_limit_mb < MIN_MEMORY_LIMIT_MB:
-            bad(
-                ENV_MEMORY_LIMIT_MB,
-                f"{ENV_MEMORY_LIMIT_MB} must be 0 (no limit) or at least {MIN_MEMORY_LIMIT_MB}, "
-                f"got {self.memory_limit_mb}",
-            )
-        if self.max_output_bytes <= 0:
-            bad(
-                ENV_MAX_OUTPUT_BYTES,
-                f"{ENV_MAX_OUTPUT_BYTES} must be a positive number of bytes, got {self.max_output_bytes}",
-            )
-        if not 1 <= self.workers <= MAX_WORKERS:
-            bad(ENV_WORKERS, f"{ENV_WORKERS} must be between 1 and {MAX_WORKERS}, got {self.workers}")
-        for name, value in (
-            (ENV_CALLER_MAX_REQUESTS, self.caller_max_requests),
-            (ENV_CALLER_WORKERS, self.caller_workers),
-        ):
-            if value < 0:
-                bad(name, f"{name} must be 0 (the default share) or a positive number, got {value}")
-        if self.spool_bytes <= 0:
-            bad(ENV_SPOOL_BYTES, f"{ENV_SPOOL_BYTES} must be a positive number of bytes, got {self.spool_bytes}")
-        elif self.buffer_bytes < self.spool_bytes:
-            bad(
-                ENV_BUFFER_BYTES,
-                f"{ENV_BUFFER_BYTES} must be at least {ENV_SPOOL_BYTES} ({self.spool_bytes}), got {self.buffer_bytes}",
-            )
-        for name, seconds in ((ENV_HEADER_TIMEOUT_S, self.header_timeout_s), (ENV_BODY_TIMEOUT_S, self.body_timeout_s)):
-            if not (math.isfinite(seconds) and seconds > 0):
-                bad(name, f"{name} must be a positive number of seconds, got {seconds}")
-        if self.max_connections < 0:
-            bad(
-                ENV_MAX_CONNECTIONS,
-                f"{ENV_MAX_CONNECTIONS} must be 0 (automatic) or positive, got {self.max_connections}",
-            )
-        return problems
 
     @property
     def memory_limit_bytes(self) -> int | None:
@@ -236,11 +184,9 @@ class Settings:
         fields = declared(cls)
         read, problems = read_all([decl for _, decl in fields], env)
         values = {name: read[decl.name] for name, decl in fields}
-        checked = object.__new__(cls)  # the values unchecked, to list every out-of-range one with the parse errors
-        for name, value in values.items():
-            object.__setattr__(checked, name, value)
         unparsed = {p.setting for p in problems}
-        problems += [p for p in checked._problems() if p.setting not in unparsed]
+        # The range checks on the values as read, so out-of-range settings are listed with the unparsable ones.
+        problems += [p for p in _out_of_range(SimpleNamespace(**values)) if p.setting not in unparsed]
         if require_tokens and not values["tokens"] and ENV_TOKENS not in unparsed:
             problems.append(_NO_TOKENS)
         if problems:
@@ -256,6 +202,59 @@ _NO_TOKENS: Final = Problem(
     f"{ENV_TOKENS} is not set: the extractor refuses to start without at least one bearer token "
     "(a comma-separated list, so a new token can be added before the old one is removed)",
 )
+
+
+def _out_of_range(s: Settings | SimpleNamespace) -> list[Problem]:
+    """Every out-of-range value (each naming its setting): of a ``Settings`` or of the values ``from_env`` read."""
+    problems: list[Problem] = []
+
+    def bad(name: str, what: str) -> None:
+        problems.append(Problem(name, what))
+
+    if any(not _token_ok(token) for token in s.tokens):
+        bad(
+            ENV_TOKENS,
+            f"{ENV_TOKENS} holds a token with a character that cannot be sent in an Authorization header "
+            "(tokens must be visible ASCII without spaces or commas)",
+        )
+    if s.max_bytes <= 0:
+        bad(ENV_MAX_BYTES, f"{ENV_MAX_BYTES} must be a positive number of bytes, got {s.max_bytes}")
+    if not (math.isfinite(s.timeout_s) and s.timeout_s > 0):
+        bad(ENV_TIMEOUT_S, f"{ENV_TIMEOUT_S} must be a positive number of seconds, got {s.timeout_s}")
+    if s.memory_limit_mb != 0 and s.memory_limit_mb < MIN_MEMORY_LIMIT_MB:
+        bad(
+            ENV_MEMORY_LIMIT_MB,
+            f"{ENV_MEMORY_LIMIT_MB} must be 0 (no limit) or at least {MIN_MEMORY_LIMIT_MB}, got {s.memory_limit_mb}",
+        )
+    if s.max_output_bytes <= 0:
+        bad(
+            ENV_MAX_OUTPUT_BYTES,
+            f"{ENV_MAX_OUTPUT_BYTES} must be a positive number of bytes, got {s.max_output_bytes}",
+        )
+    if not 1 <= s.workers <= MAX_WORKERS:
+        bad(ENV_WORKERS, f"{ENV_WORKERS} must be between 1 and {MAX_WORKERS}, got {s.workers}")
+    for name, value in (
+        (ENV_CALLER_MAX_REQUESTS, s.caller_max_requests),
+        (ENV_CALLER_WORKERS, s.caller_workers),
+    ):
+        if value < 0:
+            bad(name, f"{name} must be 0 (the default share) or a positive number, got {value}")
+    if s.spool_bytes <= 0:
+        bad(ENV_SPOOL_BYTES, f"{ENV_SPOOL_BYTES} must be a positive number of bytes, got {s.spool_bytes}")
+    elif s.buffer_bytes < s.spool_bytes:
+        bad(
+            ENV_BUFFER_BYTES,
+            f"{ENV_BUFFER_BYTES} must be at least {ENV_SPOOL_BYTES} ({s.spool_bytes}), got {s.buffer_bytes}",
+        )
+    for name, seconds in ((ENV_HEADER_TIMEOUT_S, s.header_timeout_s), (ENV_BODY_TIMEOUT_S, s.body_timeout_s)):
+        if not (math.isfinite(seconds) and seconds > 0):
+            bad(name, f"{name} must be a positive number of seconds, got {seconds}")
+    if s.max_connections < 0:
+        bad(
+            ENV_MAX_CONNECTIONS,
+            f"{ENV_MAX_CONNECTIONS} must be 0 (automatic) or positive, got {s.max_connections}",
+        )
+    return problems
 
 
 def max_connections_for(fd_limit: int) -> int:

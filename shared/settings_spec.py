@@ -55,9 +55,10 @@ class Setting(Generic[T]):
     """One setting: its name, default, how a value is parsed, whether it is a secret, and what it means (docs).
 
     ``parse`` gets the stripped, non-blank value and returns the typed value or raises ``ValueError`` saying what is
-    wrong (the text after "NAME: "). An unset or blank setting takes the default (``factory()`` when given, for a
-    default computed at read time). ``binding``: the Functions host also resolves it as ``%NAME%`` in a trigger
-    definition, so it must exist as an app setting wherever the host runs (a binding expression has no default).
+    wrong (the text after "NAME: "; several arguments are several problems, e.g. two bad items of a list). An unset
+    or blank setting takes the default (``factory()`` when given, for a default computed at read time). ``binding``:
+    the Functions host also resolves it as ``%NAME%`` in a trigger definition, so it must exist as an app setting
+    wherever the host runs (a binding expression has no default).
     """
 
     name: str
@@ -131,10 +132,11 @@ def read_all(declarations: Iterable[Setting[Any]], environ: Mapping[str, str]) -
         try:
             values[decl.name] = decl.parse(raw)
         except ValueError as exc:
-            what = str(exc)
-            if decl.secret and raw in what:
-                what = "is not a valid value (the value is a secret and is not shown)"
-            problems.append(Problem(decl.name, what))
+            for arg in exc.args or ("is not a valid value",):
+                what = str(arg)
+                if decl.secret and raw in what:
+                    what = "is not a valid value (the value is a secret and is not shown)"
+                problems.append(Problem(decl.name, what))
             values[decl.name] = decl.default_value()
     return values, problems
 

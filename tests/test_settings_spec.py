@@ -44,6 +44,17 @@ def test_a_secret_value_never_reaches_a_message_whatever_the_parser_says() -> No
     assert "'shown'" in str(SettingsError(problems))
 
 
+def test_a_parser_may_report_several_problems_of_one_setting() -> None:
+    def hosts(raw: str) -> tuple[str, ...]:
+        bad = [f"{h!r} is not a host" for h in raw.split(",") if "/" in h]
+        if bad:
+            raise ValueError(*bad)
+        return tuple(raw.split(","))
+
+    _, problems = read_all([Setting("HOSTS", (), hosts, "hosts")], {"HOSTS": "a/,b,c/"})
+    assert [str(p) for p in problems] == ["HOSTS: 'a/' is not a host", "HOSTS: 'c/' is not a host"]
+
+
 def test_a_problem_that_starts_with_its_setting_is_shown_as_written() -> None:
     assert str(Problem("X", "X is not set: set it")) == "X is not set: set it"
     assert str(Problem("X", "must be set")) == "X: must be set"

@@ -194,7 +194,7 @@ def _token_settings(raw: str) -> tuple[str, ...]:
         elif n.startswith(RESERVED_SETTING_PREFIXES):
             wrong.append(f"{n} holds a connection, key or another service's token; not a token")
     if wrong:
-        raise ValueError(f"; {EXTRACTOR_TOKEN_SETTINGS}: ".join(wrong))
+        raise ValueError(*wrong)
     return names
 
 
@@ -206,7 +206,7 @@ def _host_list(raw: str) -> tuple[str, ...]:
         if not bare or "/" in bare or "*" in bare:
             wrong.append(f"{h!r} is not a host name, host:port or *.domain")
     if wrong:
-        raise ValueError("; ".join(wrong))
+        raise ValueError(*wrong)
     return hosts
 
 
