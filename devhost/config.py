@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
 
+from shared.orchestration.settings import BINDING_SETTINGS
 from tools.azurite import connection_string
 
 ROOT: Final = Path(__file__).resolve().parent.parent
@@ -68,9 +69,11 @@ def local_environment() -> dict[str, str]:
     """The app settings the handlers read, as local.settings.json would give them under `func start`.
 
     Local use only: the outbound policy is opened for plain http to loopback, the local extractor's host:port is the
-    one allowed extractor host, and accepted-file events may carry their registration (SECURITY.md)."""
+    one allowed extractor host, and accepted-file events may carry their registration (SECURITY.md). The settings
+    the trigger bindings resolve (%POLL_QUEUE%, ...) are there with their declared defaults, as in Azure."""
     extractor = urlsplit(extractor_url())
     return {
+        **{decl.name: decl.default for decl in BINDING_SETTINGS},
         "DataStorage": storage_connection_string(),
         "ACCEPTED_FILES_CONTAINER": accepted_container(),
         "ALLOW_EVENT_REGISTRATION": "true",

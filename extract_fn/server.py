@@ -146,8 +146,13 @@ def connection_cap(settings: Settings, limit: int | None = None) -> int:
         return max_connections_for(limit)
     if settings.max_connections > limit - FD_RESERVE:
         raise SettingsError(
-            f"{ENV_MAX_CONNECTIONS} is {settings.max_connections}, but this process may open only {limit} files: "
-            f"keep it at most {limit - FD_RESERVE} (or raise the limit with ulimit -n)"
+            [
+                (
+                    ENV_MAX_CONNECTIONS,
+                    f"{ENV_MAX_CONNECTIONS} is {settings.max_connections}, but this process may open only {limit} "
+                    f"files: keep it at most {limit - FD_RESERVE} (or raise the limit with ulimit -n)",
+                )
+            ]
         )
     return settings.max_connections
 

@@ -59,7 +59,9 @@ param maxPollDurationMs int = 7200000
 @description('NCRONTAB schedule of the sweeper (lost poll messages, deadlines, unpublished events).')
 param sweeperSchedule string = '0 */5 * * * *'
 
-// Names the code expects (settings in shared/orchestration/settings.py; defaults match).
+// Names the code expects (settings in shared/orchestration/settings.py; defaults match). The queue triggers bind
+// %POLL_QUEUE% and %CANCEL_QUEUE%, so these app settings are what the triggers listen on and the handlers enqueue to
+// (tests/test_infra.py checks every binding expression is set here with the declared default).
 var acceptedContainerName = 'accepted-files'
 var resultsContainerName = 'results'
 var poisonContainerName = 'accepted-files-poison'

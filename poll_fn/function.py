@@ -2,8 +2,10 @@
 
 ``blueprint(deps)`` builds the blueprint around the composition root's ``deps`` (called for each invocation; a
 ``LazyDeps`` builds everything at the first): ``app.register_functions(poll_fn.function.blueprint(deps))`` in
-function_app.py. Needs no settings at import or at registration. ``SWEEPER_SCHEDULE`` must be an app setting (a
-binding expression has no default): "0 */5 * * * *" is the documented value.
+function_app.py. Needs no settings at import or at registration. The queue names and the schedule are binding
+expressions (``%POLL_QUEUE%``, ``%CANCEL_QUEUE%``, ``%SWEEPER_SCHEDULE%``) the host resolves from app settings, so the
+triggers listen where the handlers enqueue. A binding expression has no default: each must be an app setting (Bicep,
+local.settings.json, the devhost set them; "0 */5 * * * *" is the documented schedule).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def blueprint(deps: Callable[[], Deps]) -> func.Blueprint:
     bp = func.Blueprint()
 
     @bp.function_name("poll_job")
-    @bp.queue_trigger(arg_name="msg", queue_name="poll-jobs", connection="DataStorage")
+    @bp.queue_trigger(arg_name="msg", queue_name="%POLL_QUEUE%", connection="DataStorage")
     def poll_job(msg: func.QueueMessage) -> None:
         from shared.orchestration.poll import handle_poll_message
 
@@ -71,7 +73,7 @@ def blueprint(deps: Callable[[], Deps]) -> func.Blueprint:
         return _json(body, 200)
 
     @bp.function_name("cancel_job_queue")
-    @bp.queue_trigger(arg_name="msg", queue_name="cancel-jobs", connection="DataStorage")
+    @bp.queue_trigger(arg_name="msg", queue_name="%CANCEL_QUEUE%", connection="DataStorage")
     def cancel_job_queue(msg: func.QueueMessage) -> None:
         from shared.orchestration.cancel import CancelMessageError, cancel_job, parse_cancel_message
 

@@ -163,6 +163,65 @@ def test_every_binding_names_a_connection_and_setting_the_bicep_provides() -> No
     assert {"EventHubConnection", "DataStorage"} <= seen_connections
 
 
+def binding_expressions() -> set[str]:
+    """Every NAME of a ``%NAME%`` binding expression in the app's functions."""
+    app = import_function_app().build_app({"EXTRACTOR_TOKENS": "t"})
+    names: set[str] = set()
+    for fn in app.get_functions():
+        for binding in fn.get_bindings():
+            for value in binding.get_dict_repr().values():
+                names |= set(re.findall(r"%(\w+)%", str(value)))
+    return names
+
+
+def bicep_app_setting_values() -> dict[str, str]:
+    """App setting name -> its value in main.bicep where that is a literal, or a var or param with a literal default."""
+    text = (INFRA / "main.bicep").read_text()
+    literals: dict[str, str] = {}
+    for var, param, value in re.findall(r"^(?:var (\w+)|param (\w+) \w+) = '([^']*)'$", text, re.M):
+        literals[var or param] = value
+    values: dict[str, str] = {}
+    for name, raw in re.findall(r"^\s+'?([A-Za-z][\w.]*)'?: (\S.*)$", text, re.M):
+        expr = raw.strip()
+        if expr.startswith("'") and expr.endswith("'"):
+            values[name] = expr[1:-1]
+        elif expr in literals:
+            values[name] = literals[expr]
+    return values
+
+
+def test_every_binding_expression_is_declared_deployed_and_local() -> None:
+    from devhost.config import local_environment
+    from shared.orchestration.settings import BINDING_SETTINGS
+
+    declared = {decl.name: decl.default for decl in BINDING_SETTINGS}
+    used = binding_expressions()
+    assert {"POLL_QUEUE", "CANCEL_QUEUE", "SWEEPER_SCHEDULE", "ACCEPTED_FILES_HUB"} <= used
+    assert used == set(declared), "binding expressions and the binding=True declarations differ"
+    deployed = bicep_app_setting_values()
+    local = json.loads((ROOT / "local.settings.example.json").read_text())["Values"]
+    devhost = local_environment()
+    for name, default in declared.items():
+        assert deployed.get(name) == default, f"infra/main.bicep: {name} is not the declared default {default!r}"
+        assert name in local, f"local.settings.example.json has no {name}"
+        assert devhost.get(name) == default, f"the devhost's environment has no {name}"
+
+
+def test_the_poll_and_cancel_triggers_listen_where_the_handlers_enqueue() -> None:
+    """The trigger names the setting the orchestration enqueues to, so a changed name moves both."""
+    from shared.orchestration.settings import CANCEL_QUEUE, POLL_QUEUE, OrchestrationSettings
+
+    app = import_function_app().build_app({"EXTRACTOR_TOKENS": "t"})
+    queues = {
+        fn.get_function_name(): fn.get_trigger().get_dict_repr().get("queueName")
+        for fn in app.get_functions()
+        if fn.get_trigger().get_dict_repr()["type"] == "queueTrigger"
+    }
+    assert queues == {"poll_job": f"%{POLL_QUEUE}%", "cancel_job_queue": f"%{CANCEL_QUEUE}%"}
+    s = OrchestrationSettings.from_env({"DataStorage": "UseDevelopmentStorage=true", POLL_QUEUE: "poll-elsewhere"})
+    assert s.poll_queue == "poll-elsewhere"
+
+
 def test_split_mode_disables_exactly_the_other_roles_functions() -> None:
     function_app = import_function_app()
     text = (INFRA / "main.bicep").read_text()

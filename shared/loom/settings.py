@@ -18,6 +18,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import SecretStr
 
 from shared.contract import FORMATS, MEDIA_TYPE_FORMAT, format_for_media_type, normalize_media_type
+from shared.settings_spec import Setting, SettingsError, optional_text, raw_value, read_all
 
 ENV_URL: Final = "LOOM_DOCUMENT_EXTRACTOR_URL"
 ENV_ROUTES: Final = "LOOM_DOCUMENT_EXTRACTORS_JSON"
@@ -25,26 +26,53 @@ ENV_TOKEN: Final = "LOOM_DOCUMENT_EXTRACTOR_TOKEN"  # noqa: S105 - a setting's n
 ENV_TOKENS: Final = "LOOM_DOCUMENT_EXTRACTOR_TOKENS_JSON"
 ENV_TIMEOUT: Final = "LOOM_DOCUMENT_EXTRACTOR_TIMEOUT_S"
 ENV_MAX_ARTIFACT: Final = "LOOM_DOCUMENT_EXTRACTOR_MAX_ARTIFACT_BYTES"
-SETTING_NAMES: Final = (ENV_URL, ENV_ROUTES, ENV_TOKEN, ENV_TOKENS, ENV_TIMEOUT, ENV_MAX_ARTIFACT)
 
-DEFAULT_TIMEOUT_S: Final = 60.0
-DEFAULT_MAX_ARTIFACT_BYTES: Final = 256 * 1024 * 1024
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{raw[:50]!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{raw[:50]!r} must be a positive, finite number of seconds")
+    return value
+
+
+def _bytes(raw: str) -> int:
+    if not raw.isdigit() or not raw.isascii():
+        raise ValueError(f"{raw[:50]!r} is not a whole number of bytes")
+    if int(raw) < 1:
+        raise ValueError("must be at least 1 byte")
+    return int(raw)
+
+
+# The routing settings depend on one another (a token's URL must be one a route names), so load_loom_settings parses
+# them together; their declarations give their names, defaults, secrecy and meaning. The limits are read as declared.
+URL: Final = Setting(ENV_URL, None, optional_text, "the default extractor service's base URL", default_doc="none")
+ROUTES: Final = Setting(
+    ENV_ROUTES, None, optional_text, "JSON object: format or media type -> base URL", default_doc="{}"
+)
+TOKEN: Final = Setting(
+    ENV_TOKEN, None, optional_text, "the bearer token of the routed services", secret=True, default_doc="none"
+)
+TOKENS: Final = Setting(
+    ENV_TOKENS, None, optional_text, "JSON object: base URL -> its own token", secret=True, default_doc="{}"
+)
+TIMEOUT: Final = Setting(ENV_TIMEOUT, 60.0, _seconds, "seconds one extract call may take")
+MAX_ARTIFACT: Final = Setting(ENV_MAX_ARTIFACT, 256 * 1024 * 1024, _bytes, "the largest artifact accepted")
+DECLARATIONS: Final = (URL, ROUTES, TOKEN, TOKENS, TIMEOUT, MAX_ARTIFACT)
+SETTING_NAMES: Final = tuple(d.name for d in DECLARATIONS)
+
+DEFAULT_TIMEOUT_S: Final = TIMEOUT.default
+DEFAULT_MAX_ARTIFACT_BYTES: Final = MAX_ARTIFACT.default
 
 # A bearer token goes into a header: printable ASCII, no spaces (RFC 6750's b64token is a subset of this).
 _TOKEN_RE: Final = re.compile(r"[\x21-\x7e]+")
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
-class LoomSettingsError(ValueError):
-    """One or more LOOM settings are wrong. ``problems`` holds (setting name, what is wrong) pairs."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        self.problems: tuple[tuple[str, str], ...] = tuple(problems)
-        super().__init__("; ".join(f"{name}: {what}" for name, what in problems))
-
-    @property
-    def settings(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(name for name, _ in self.problems))
+LoomSettingsError = SettingsError
+"""The LOOM settings' error is the project's one ``SettingsError``: ``problems`` holds (setting, what) pairs."""
 
 
 class LoomRoutingError(LookupError):
@@ -189,24 +217,17 @@ def _json_pairs(raw: str) -> list[tuple[str, Any]] | str:
     return doc
 
 
-def _setting(env: Mapping[str, str], name: str) -> str | None:
-    """A setting's value, or ``None`` when unset or blank (an app setting left empty means unset)."""
-    value = env.get(name)
-    if value is None or not value.strip():
-        return None
-    return value.strip()
-
-
 def load_loom_settings(env: Mapping[str, str]) -> LoomSettings:
     """Read and validate the LOOM settings from ``env`` (``os.environ`` in production).
 
-    Raises ``LoomSettingsError`` listing every problem, each naming its setting. No setting is required: with no
+    Raises ``SettingsError`` (``LoomSettingsError``) listing every problem, each naming its setting. No setting is
+    required: with no
     default URL and no routes every LOOM file is unavailable until one is set (or a registration names its own URL).
     """
     problems: list[tuple[str, str]] = []
 
     default_url: str | None = None
-    raw = _setting(env, ENV_URL)
+    raw = raw_value(env, ENV_URL)
     if raw is not None:
         try:
             default_url = normalize_url(raw)
@@ -215,7 +236,7 @@ def load_loom_settings(env: Mapping[str, str]) -> LoomSettings:
 
     routes: dict[str, str] = {}
     spelled: dict[str, str] = {}  # canonical key -> the key as written
-    raw = _setting(env, ENV_ROUTES)
+    raw = raw_value(env, ENV_ROUTES)
     if raw is not None:
         pairs = _json_pairs(raw)
         if isinstance(pairs, str):
@@ -255,7 +276,7 @@ def load_loom_settings(env: Mapping[str, str]) -> LoomSettings:
                 problems.append((ENV_ROUTES, f"the URL of {key!r} {exc}"))
 
     token: SecretStr | None = None
-    raw = _setting(env, ENV_TOKEN)
+    raw = raw_value(env, ENV_TOKEN)
     if raw is not None:
         if _TOKEN_RE.fullmatch(raw):
             token = SecretStr(raw)
@@ -264,7 +285,7 @@ def load_loom_settings(env: Mapping[str, str]) -> LoomSettings:
 
     named = set(routes.values()) | ({default_url} if default_url else set())
     tokens: dict[str, SecretStr] = {}
-    raw = _setting(env, ENV_TOKENS)
+    raw = raw_value(env, ENV_TOKENS)
     if raw is not None:
         pairs = _json_pairs(raw)
         if isinstance(pairs, str):
@@ -289,34 +310,16 @@ def load_loom_settings(env: Mapping[str, str]) -> LoomSettings:
                 continue
             tokens[url] = SecretStr(value.strip())
 
-    timeout_s = DEFAULT_TIMEOUT_S
-    raw = _setting(env, ENV_TIMEOUT)
-    if raw is not None:
-        try:
-            timeout_s = float(raw)
-        except ValueError:
-            problems.append((ENV_TIMEOUT, f"{raw[:50]!r} is not a number of seconds"))
-        else:
-            if not math.isfinite(timeout_s) or timeout_s <= 0:
-                problems.append((ENV_TIMEOUT, f"{raw[:50]!r} must be a positive, finite number of seconds"))
-
-    max_artifact = DEFAULT_MAX_ARTIFACT_BYTES
-    raw = _setting(env, ENV_MAX_ARTIFACT)
-    if raw is not None:
-        if not raw.isdigit() or not raw.isascii():
-            problems.append((ENV_MAX_ARTIFACT, f"{raw[:50]!r} is not a whole number of bytes"))
-        else:
-            max_artifact = int(raw)
-            if max_artifact < 1:
-                problems.append((ENV_MAX_ARTIFACT, "must be at least 1 byte"))
+    limits, limit_problems = read_all((TIMEOUT, MAX_ARTIFACT), env)
+    problems += limit_problems
 
     if problems:
-        raise LoomSettingsError(problems)
+        raise SettingsError(problems)
     return LoomSettings(
         default_url=default_url,
         routes=MappingProxyType(routes),
         token=token,
         tokens=MappingProxyType(tokens),
-        timeout_s=timeout_s,
-        max_artifact_bytes=max_artifact,
+        timeout_s=limits[ENV_TIMEOUT],
+        max_artifact_bytes=limits[ENV_MAX_ARTIFACT],
     )

@@ -1,7 +1,10 @@
 """Typed orchestration settings, read from the environment once and validated with errors that name the setting.
 
-App settings in Azure, ``local.settings.json`` under ``func start``, a plain dict in tests. Every setting, its
-default and its meaning are listed in ``SETTINGS`` below and in docs/orchestration.md.
+App settings in Azure, ``local.settings.json`` under ``func start``, a plain dict in tests. Every setting is one
+``Setting`` declaration (shared/settings_spec.py: name, default, parser, secret or not, meaning): the fields of
+``OrchestrationSettings`` declare theirs with ``setting_field``, the others are listed in ``DECLARATIONS``; the table in
+docs/orchestration.md is checked against them. ``BINDING_SETTINGS`` are the ones the trigger bindings resolve
+(``%POLL_QUEUE%``...), which must exist as app settings wherever the host runs.
 
 Secrets are never copied into the settings object's repr: a token that lives in an app setting (in Azure a Key Vault
 reference such as ``@Microsoft.KeyVault(SecretUri=...)``, which the platform resolves into the value) is read through
@@ -11,12 +14,24 @@ reference such as ``@Microsoft.KeyVault(SecretUri=...)``, which the platform res
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from shared.outbound import ALLOW_HTTP_SETTING, ALLOW_LOOPBACK_SETTING, Outbound
+from shared.settings_spec import (
+    Problem,
+    Setting,
+    declared,
+    optional_text,
+    raw_value,
+    read_all,
+    setting_field,
+    text,
+)
+from shared.settings_spec import SettingsError as SettingsError  # noqa: PLC0414 - the one error, re-exported
 
 # ---------------------------------------------------------------------------------------------------------------
 # Setting names: the one place they are spelled.
@@ -103,11 +118,120 @@ SWEEPER_SCHEDULE: Final = "SWEEPER_SCHEDULE"
 MAX_VISIBILITY_SECONDS: Final = 7 * 24 * 3600 - 1  # Storage queues: a message is invisible for at most 7 days
 
 
-class SettingsError(ValueError):
-    """One or more settings are missing or malformed; the message names every one of them."""
-
-
 Jitter = Literal["none", "full"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parsers: each gets a stripped, non-blank value and returns it typed, or raises ValueError saying what it must be.
+
+
+def _integer(minimum: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"must be an integer >= {minimum}, got {raw!r}") from None
+        if value < minimum:
+            raise ValueError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _number(minimum: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"must be a number >= {minimum}, got {raw!r}") from None
+        if not value >= minimum:
+            raise ValueError(f"must be a number >= {minimum}, got {raw}")
+        return value
+
+    return parse
+
+
+def _flag(raw: str) -> bool:
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"must be true or false, got {raw!r}")
+
+
+def _jitter(raw: str) -> Jitter:
+    options: tuple[Jitter, ...] = ("none", "full")
+    for option in options:
+        if raw.lower() == option:
+            return option
+    raise ValueError(f"must be one of {', '.join(options)}, got {raw!r}")
+
+
+def _url(raw: str) -> str | None:
+    if not raw.lower().startswith(("http://", "https://")):
+        raise ValueError(f"must be an http(s) URL, got {raw!r}")
+    return raw.rstrip("/")
+
+
+def _storage_name(*, table: bool = False) -> Callable[[str], str]:
+    pattern = r"[A-Za-z][A-Za-z0-9]{2,62}" if table else r"[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}"
+    kind = "a table name (letters and digits)" if table else "a queue/container name (lowercase, digits, -)"
+
+    def parse(raw: str) -> str:
+        if not re.fullmatch(pattern, raw):
+            raise ValueError(f"must be {kind}, got {raw!r}")
+        return raw
+
+    return parse
+
+
+def _token_settings(raw: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    wrong: list[str] = []
+    for n in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", n):
+            wrong.append(f"{n[:60]!r} is not an app setting name")
+        elif n.startswith(RESERVED_SETTING_PREFIXES):
+            wrong.append(f"{n} holds a connection, key or another service's token; not a token")
+    if wrong:
+        raise ValueError(*wrong)
+    return names
+
+
+def _host_list(raw: str) -> tuple[str, ...]:
+    hosts = tuple(h.strip().lower() for h in raw.split(",") if h.strip())
+    wrong = []
+    for h in hosts:
+        bare = h[2:] if h.startswith("*.") else h
+        if not bare or "/" in bare or "*" in bare:
+            wrong.append(f"{h!r} is not a host name, host:port or *.domain")
+    if wrong:
+        raise ValueError(*wrong)
+    return hosts
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The declarations: every setting read into OrchestrationSettings, its default written here once.
+
+S = Setting
+_NO_TEXT: Final[str | None] = None
+# Storage. The connection string or the identity-based parts (checked together in from_env).
+STORAGE_SETTING: Final = S(STORAGE, _NO_TEXT, optional_text, "storage connection string", secret=True)
+STORAGE_ACCOUNT_SETTING: Final = S(STORAGE_ACCOUNT_NAME, _NO_TEXT, optional_text, "identity-based storage account")
+STORAGE_BLOB_SETTING: Final = S(STORAGE_BLOB_URI, _NO_TEXT, _url, "identity-based blob service URI")
+STORAGE_QUEUE_SETTING: Final = S(STORAGE_QUEUE_URI, _NO_TEXT, _url, "identity-based queue service URI")
+STORAGE_TABLE_SETTING: Final = S(STORAGE_TABLE_URI, _NO_TEXT, _url, "identity-based table service URI")
+JOB_STATUS_CONNECTION_SETTING: Final = S(
+    JOB_STATUS_CONNECTION, "EventHubConnection", text, "the name of the status events' Event Hubs connection setting"
+)
+# The settings the trigger bindings resolve (%NAME%): the Functions host needs them as app settings.
+ACCEPTED_FILES_HUB_SETTING: Final = S(
+    ACCEPTED_FILES_HUB, "accepted-files", text, "the submit trigger's Event Hub", binding=True
+)
+ACCEPTED_FILES_CONSUMER_GROUP_SETTING: Final = S(
+    ACCEPTED_FILES_CONSUMER_GROUP, "submit-fn", text, "the submit trigger's consumer group", binding=True
+)
+SWEEPER_SCHEDULE_SETTING: Final = S(SWEEPER_SCHEDULE, "0 */5 * * * *", text, "the sweeper's NCRONTAB", binding=True)
 
 
 @dataclass(frozen=True)
@@ -115,58 +239,99 @@ class OrchestrationSettings:
     """Everything the orchestration reads from its environment. Build with ``from_env``; defaults are documented."""
 
     # Storage (jobs table, poll queue, results, poison container, local status queue).
-    storage_connection_string: str | None = field(default=None, repr=False)
+    storage_connection_string: str | None = setting_field(STORAGE_SETTING)
     blob_service_url: str | None = None
     queue_service_url: str | None = None
     table_service_url: str | None = None
-    jobs_table: str = "jobs"
-    poll_queue: str = "poll-jobs"
-    cancel_queue: str = "cancel-jobs"
-    results_container: str = "results"
-    accepted_container: str = "accepted-files"
-    poison_container: str = "accepted-files-poison"
-    status_local_queue: str = "job-status-local"
+    jobs_table: str = setting_field(S(JOBS_TABLE, "jobs", _storage_name(table=True), "the jobs table"))
+    poll_queue: str = setting_field(
+        S(POLL_QUEUE, "poll-jobs", _storage_name(), "the poll queue (the poll trigger binds it)", binding=True)
+    )
+    cancel_queue: str = setting_field(
+        S(CANCEL_QUEUE, "cancel-jobs", _storage_name(), "the cancel queue (its trigger binds it)", binding=True)
+    )
+    results_container: str = setting_field(S(RESULTS_CONTAINER, "results", _storage_name(), "results container"))
+    accepted_container: str = setting_field(
+        S(ACCEPTED_CONTAINER, "accepted-files", _storage_name(), "the accepted originals' container")
+    )
+    poison_container: str = setting_field(
+        S(POISON_CONTAINER, "accepted-files-poison", _storage_name(), "events that could not be handled")
+    )
+    status_local_queue: str = setting_field(
+        S(STATUS_LOCAL_QUEUE, "job-status-local", _storage_name(), "status events without an Event Hub")
+    )
     # Status events.
-    job_status_hub: str = "job-status"
+    job_status_hub: str = setting_field(S(JOB_STATUS_HUB, "job-status", text, "the status events' Event Hub"))
     job_status_connection_string: str | None = field(default=None, repr=False)
     job_status_namespace: str | None = None
     # Registration.
-    registration_api_url: str | None = None
-    registration_api_scope: str | None = None
-    registration_cache_ttl_s: float = 60.0
-    allow_event_registration: bool = False
+    registration_api_url: str | None = setting_field(S(REGISTRATION_API_URL, _NO_TEXT, _url, "registration API"))
+    registration_api_scope: str | None = setting_field(
+        S(REGISTRATION_API_SCOPE, _NO_TEXT, optional_text, "Entra scope of the registration API's token")
+    )
+    registration_cache_ttl_s: float = setting_field(
+        S(REGISTRATION_CACHE_TTL_SECONDS, 60.0, _number(0), "registration cache TTL")
+    )
+    allow_event_registration: bool = setting_field(
+        S(ALLOW_EVENT_REGISTRATION, False, _flag, "honour an event's inline registration")
+    )
     # Outbound policy.
-    extractor_allowed_hosts: tuple[str, ...] = ()
-    extractor_token_settings: tuple[str, ...] = DEFAULT_EXTRACTOR_TOKEN_SETTINGS
-    outbound_allow_http: bool = False
-    outbound_allow_loopback: bool = False
+    extractor_allowed_hosts: tuple[str, ...] = setting_field(
+        S(EXTRACTOR_ALLOWED_HOSTS, (), _host_list, "hosts extractor URLs may name")
+    )
+    extractor_token_settings: tuple[str, ...] = setting_field(
+        S(
+            EXTRACTOR_TOKEN_SETTINGS,
+            DEFAULT_EXTRACTOR_TOKEN_SETTINGS,
+            _token_settings,
+            "the settings a registration's auth.setting may name",
+        )
+    )
+    outbound_allow_http: bool = setting_field(S(OUTBOUND_ALLOW_HTTP, False, _flag, "plain http (dev/tests)"))
+    outbound_allow_loopback: bool = setting_field(
+        S(OUTBOUND_ALLOW_LOOPBACK, False, _flag, "loopback addresses (dev/tests)")
+    )
     # Submission.
-    azure_client_id: str | None = None
-    http_timeout_s: float = 30.0
-    submit_max_attempts: int = 5
-    submit_retry_delay_ms: int = 2000
-    submit_concurrency: int = 16
-    submit_lease_s: float = 600.0
-    file_sas_ttl_minutes: int = 60
+    azure_client_id: str | None = setting_field(S(AZURE_CLIENT_ID, _NO_TEXT, optional_text, "the app's client id"))
+    http_timeout_s: float = setting_field(S(HTTP_TIMEOUT_SECONDS, 30.0, _number(0.01), "one outbound call's deadline"))
+    submit_max_attempts: int = setting_field(S(SUBMIT_MAX_ATTEMPTS, 5, _integer(1), "submission attempts"))
+    submit_retry_delay_ms: int = setting_field(S(SUBMIT_RETRY_DELAY_MS, 2000, _integer(0), "submission retry delay"))
+    submit_concurrency: int = setting_field(S(SUBMIT_CONCURRENCY, 16, _integer(1), "events handled at once"))
+    submit_lease_s: float = setting_field(S(SUBMIT_LEASE_SECONDS, 600.0, _number(0), "a submitting worker's lease"))
+    file_sas_ttl_minutes: int = setting_field(S(FILE_SAS_TTL_MINUTES, 60, _integer(1), "DOCSAI fileUrl lifetime"))
     # Polling.
-    max_polling_attempts: int = 60
-    poll_interval_ms: int = 10_000
-    max_delay_ms: int = 120_000
-    max_poll_duration_ms: int = 7_200_000
-    poll_jitter: Jitter = "none"
-    poll_lease_s: float = 300.0
-    sweeper_slack_s: float = 120.0
+    max_polling_attempts: int = setting_field(S(MAX_POLLING_ATTEMPTS, 60, _integer(1), "poll attempts"))
+    poll_interval_ms: int = setting_field(S(POLL_INTERVAL_MS, 10_000, _integer(0), "first poll delay"))
+    max_delay_ms: int = setting_field(S(MAX_DELAY_MS, 120_000, _integer(0), "largest poll delay"))
+    max_poll_duration_ms: int = setting_field(S(MAX_POLL_DURATION_MS, 7_200_000, _integer(1), "polling deadline"))
+    poll_jitter: Jitter = setting_field(S(POLL_JITTER, "none", _jitter, "full for full jitter"))  # noqa: RUF009 - a frozen declaration
+    poll_lease_s: float = setting_field(S(POLL_LEASE_SECONDS, 300.0, _number(0), "a polling worker's lease"))
+    sweeper_slack_s: float = setting_field(S(SWEEPER_SLACK_SECONDS, 120.0, _number(0), "grace before the sweeper acts"))
     # Results.
-    result_download_allowed_hosts: tuple[str, ...] = ()
-    result_download_max_bytes: int = 64 * 1024 * 1024
-    result_download_timeout_s: float = 60.0
-    result_max_attempts: int = 3
+    result_download_allowed_hosts: tuple[str, ...] = setting_field(
+        S(RESULT_DOWNLOAD_ALLOWED_HOSTS, (), _host_list, "hosts result URLs may name")
+    )
+    result_download_max_bytes: int = setting_field(
+        S(RESULT_DOWNLOAD_MAX_BYTES, 64 * 1024 * 1024, _integer(1), "largest result")
+    )
+    result_download_timeout_s: float = setting_field(
+        S(RESULT_DOWNLOAD_TIMEOUT_SECONDS, 60.0, _number(0.01), "result download deadline")
+    )
+    result_max_attempts: int = setting_field(S(RESULT_MAX_ATTEMPTS, 3, _integer(1), "transient result failures"))
     # Palantir ingestion (DBRICKS results).
-    palantir_ingest_url: str | None = None
-    palantir_dataset_rid: str | None = None
-    palantir_token: str | None = field(default=None, repr=False)
-    palantir_token_scope: str | None = None
-    palantir_branch_id: str | None = None
+    palantir_ingest_url: str | None = setting_field(S(PALANTIR_INGEST_URL, _NO_TEXT, _url, "Palantir ingestion"))
+    palantir_dataset_rid: str | None = setting_field(
+        S(PALANTIR_DATASET_RID, _NO_TEXT, optional_text, "the Palantir dataset")
+    )
+    palantir_token: str | None = setting_field(
+        S(PALANTIR_TOKEN, _NO_TEXT, optional_text, "Palantir bearer token", secret=True)
+    )
+    palantir_token_scope: str | None = setting_field(
+        S(PALANTIR_TOKEN_SCOPE, _NO_TEXT, optional_text, "Entra scope of the Palantir token")
+    )
+    palantir_branch_id: str | None = setting_field(
+        S(PALANTIR_BRANCH_ID, _NO_TEXT, optional_text, "the Palantir branch")
+    )
     # The environment the settings were read from: secret settings named by a registration are read from here.
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     # Per-settings storage clients and credential, created lazily; see ``cached``.
@@ -178,74 +343,40 @@ class OrchestrationSettings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> OrchestrationSettings:
         """Read and validate every setting; raise ``SettingsError`` naming each bad one. ``overrides`` win."""
         source = dict(os.environ if env is None else env)
-        r = _Reader(source)
-        values: dict[str, Any] = {
-            "storage_connection_string": r.text(STORAGE),
-            "jobs_table": r.name(JOBS_TABLE, "jobs", table=True),
-            "poll_queue": r.name(POLL_QUEUE, "poll-jobs"),
-            "cancel_queue": r.name(CANCEL_QUEUE, "cancel-jobs"),
-            "results_container": r.name(RESULTS_CONTAINER, "results"),
-            "accepted_container": r.name(ACCEPTED_CONTAINER, "accepted-files"),
-            "poison_container": r.name(POISON_CONTAINER, "accepted-files-poison"),
-            "status_local_queue": r.name(STATUS_LOCAL_QUEUE, "job-status-local"),
-            "job_status_hub": r.text(JOB_STATUS_HUB) or "job-status",
-            "registration_api_url": r.url(REGISTRATION_API_URL),
-            "registration_api_scope": r.text(REGISTRATION_API_SCOPE),
-            "registration_cache_ttl_s": r.number(REGISTRATION_CACHE_TTL_SECONDS, 60.0, minimum=0),
-            "allow_event_registration": r.flag(ALLOW_EVENT_REGISTRATION, False),
-            "extractor_allowed_hosts": r.host_list(EXTRACTOR_ALLOWED_HOSTS),
-            "extractor_token_settings": r.token_settings(EXTRACTOR_TOKEN_SETTINGS),
-            "outbound_allow_http": r.flag(OUTBOUND_ALLOW_HTTP, False),
-            "outbound_allow_loopback": r.flag(OUTBOUND_ALLOW_LOOPBACK, False),
-            "azure_client_id": r.text(AZURE_CLIENT_ID),
-            "http_timeout_s": r.number(HTTP_TIMEOUT_SECONDS, 30.0, minimum=0.01),
-            "submit_max_attempts": r.integer(SUBMIT_MAX_ATTEMPTS, 5, minimum=1),
-            "submit_retry_delay_ms": r.integer(SUBMIT_RETRY_DELAY_MS, 2000, minimum=0),
-            "submit_concurrency": r.integer(SUBMIT_CONCURRENCY, 16, minimum=1),
-            "submit_lease_s": r.number(SUBMIT_LEASE_SECONDS, 600.0, minimum=0),
-            "file_sas_ttl_minutes": r.integer(FILE_SAS_TTL_MINUTES, 60, minimum=1),
-            "max_polling_attempts": r.integer(MAX_POLLING_ATTEMPTS, 60, minimum=1),
-            "poll_interval_ms": r.integer(POLL_INTERVAL_MS, 10_000, minimum=0),
-            "max_delay_ms": r.integer(MAX_DELAY_MS, 120_000, minimum=0),
-            "max_poll_duration_ms": r.integer(MAX_POLL_DURATION_MS, 7_200_000, minimum=1),
-            "poll_jitter": r.choice(POLL_JITTER, "none", ("none", "full")),
-            "poll_lease_s": r.number(POLL_LEASE_SECONDS, 300.0, minimum=0),
-            "sweeper_slack_s": r.number(SWEEPER_SLACK_SECONDS, 120.0, minimum=0),
-            "result_download_allowed_hosts": r.host_list(RESULT_DOWNLOAD_ALLOWED_HOSTS),
-            "result_download_max_bytes": r.integer(RESULT_DOWNLOAD_MAX_BYTES, 64 * 1024 * 1024, minimum=1),
-            "result_download_timeout_s": r.number(RESULT_DOWNLOAD_TIMEOUT_SECONDS, 60.0, minimum=0.01),
-            "result_max_attempts": r.integer(RESULT_MAX_ATTEMPTS, 3, minimum=1),
-            "palantir_ingest_url": r.url(PALANTIR_INGEST_URL),
-            "palantir_dataset_rid": r.text(PALANTIR_DATASET_RID),
-            "palantir_token": r.text(PALANTIR_TOKEN),
-            "palantir_token_scope": r.text(PALANTIR_TOKEN_SCOPE),
-            "palantir_branch_id": r.text(PALANTIR_BRANCH_ID),
-        }
+        fields = declared(cls)
+        extra = (STORAGE_ACCOUNT_SETTING, STORAGE_BLOB_SETTING, STORAGE_QUEUE_SETTING, STORAGE_TABLE_SETTING)
+        read, problems = read_all([d for _, d in fields] + [*extra, JOB_STATUS_CONNECTION_SETTING], source)
+        values: dict[str, Any] = {name: read[decl.name] for name, decl in fields}
         # Storage: a connection string, or identity-based service URIs (Functions' DataStorage__* convention).
-        account = r.text(STORAGE_ACCOUNT_NAME)
-        blob_uri = r.url(STORAGE_BLOB_URI) or (f"https://{account}.blob.core.windows.net" if account else None)
-        queue_uri = r.url(STORAGE_QUEUE_URI) or (f"https://{account}.queue.core.windows.net" if account else None)
-        table_uri = r.url(STORAGE_TABLE_URI) or (f"https://{account}.table.core.windows.net" if account else None)
+        account = read[STORAGE_ACCOUNT_NAME]
+        blob_uri = read[STORAGE_BLOB_URI] or (f"https://{account}.blob.core.windows.net" if account else None)
+        queue_uri = read[STORAGE_QUEUE_URI] or (f"https://{account}.queue.core.windows.net" if account else None)
+        table_uri = read[STORAGE_TABLE_URI] or (f"https://{account}.table.core.windows.net" if account else None)
         values.update(blob_service_url=blob_uri, queue_service_url=queue_uri, table_service_url=table_uri)
         if not values["storage_connection_string"] and not (blob_uri and queue_uri and table_uri):
-            r.errors.append(
-                f"{STORAGE}: not set: give a storage connection string, or {STORAGE_ACCOUNT_NAME} "
-                f"(or all of {STORAGE}__blobServiceUri/__queueServiceUri/__tableServiceUri) for identity-based access"
+            problems.append(
+                Problem(
+                    STORAGE,
+                    f"not set: give a storage connection string, or {STORAGE_ACCOUNT_NAME} (or all of "
+                    f"{STORAGE}__blobServiceUri/__queueServiceUri/__tableServiceUri) for identity-based access",
+                )
             )
         # Status events: the connection setting is named by JOB_STATUS_CONNECTION (default EventHubConnection).
-        conn_name = r.text(JOB_STATUS_CONNECTION) or "EventHubConnection"
-        conn = (source.get(conn_name) or "").strip()
-        namespace = (source.get(f"{conn_name}__fullyQualifiedNamespace") or "").strip()
+        conn_name = read[JOB_STATUS_CONNECTION]
+        conn = raw_value(source, conn_name) or ""
+        namespace = raw_value(source, f"{conn_name}__fullyQualifiedNamespace") or ""
         if conn and "Endpoint=" not in conn:
-            r.errors.append(f"{conn_name}: not an Event Hubs connection string (no Endpoint=)")
+            problems.append(Problem(conn_name, "not an Event Hubs connection string (no Endpoint=)"))
         values["job_status_connection_string"] = conn or None
         values["job_status_namespace"] = namespace or None
         if values["palantir_ingest_url"] and not values["palantir_dataset_rid"]:
-            r.errors.append(f"{PALANTIR_DATASET_RID}: required when {PALANTIR_INGEST_URL} is set")
+            problems.append(Problem(PALANTIR_DATASET_RID, f"required when {PALANTIR_INGEST_URL} is set"))
         if values["palantir_token"] and values["palantir_token_scope"]:
-            r.errors.append(f"{PALANTIR_TOKEN_SCOPE}: give either {PALANTIR_TOKEN} or {PALANTIR_TOKEN_SCOPE}, not both")
-        if r.errors:
-            raise SettingsError("invalid orchestration settings: " + "; ".join(r.errors))
+            problems.append(
+                Problem(PALANTIR_TOKEN_SCOPE, f"give either {PALANTIR_TOKEN} or {PALANTIR_TOKEN_SCOPE}, not both")
+            )
+        if problems:
+            raise SettingsError(problems, heading="invalid orchestration settings: ")
         values.update(overrides)
         return cls(env=source, **values)
 
@@ -271,101 +402,18 @@ class OrchestrationSettings:
         return bool(self.job_status_connection_string or self.job_status_namespace)
 
 
-class _Reader:
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self.env = env
-        self.errors: list[str] = []
+DECLARATIONS: Final[tuple[Setting[Any], ...]] = (
+    *(decl for _, decl in declared(OrchestrationSettings)),
+    STORAGE_ACCOUNT_SETTING,
+    STORAGE_BLOB_SETTING,
+    STORAGE_QUEUE_SETTING,
+    STORAGE_TABLE_SETTING,
+    JOB_STATUS_CONNECTION_SETTING,
+    ACCEPTED_FILES_HUB_SETTING,
+    ACCEPTED_FILES_CONSUMER_GROUP_SETTING,
+    SWEEPER_SCHEDULE_SETTING,
+)
+"""Every orchestration setting this module reads or the trigger bindings resolve, once each."""
 
-    def text(self, name: str) -> str | None:
-        value = self.env.get(name)
-        return value.strip() if value and value.strip() else None
-
-    def integer(self, name: str, default: int, *, minimum: int) -> int:
-        raw = self.text(name)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            self.errors.append(f"{name}: must be an integer >= {minimum}, got {raw!r}")
-            return default
-        if value < minimum:
-            self.errors.append(f"{name}: must be an integer >= {minimum}, got {value}")
-        return value
-
-    def number(self, name: str, default: float, *, minimum: float) -> float:
-        raw = self.text(name)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            self.errors.append(f"{name}: must be a number >= {minimum}, got {raw!r}")
-            return default
-        if not value >= minimum:
-            self.errors.append(f"{name}: must be a number >= {minimum}, got {raw}")
-        return value
-
-    def flag(self, name: str, default: bool) -> bool:
-        raw = self.text(name)
-        if raw is None:
-            return default
-        if raw.lower() in ("1", "true", "yes", "on"):
-            return True
-        if raw.lower() in ("0", "false", "no", "off"):
-            return False
-        self.errors.append(f"{name}: must be true or false, got {raw!r}")
-        return default
-
-    def choice(self, name: str, default: str, options: tuple[str, ...]) -> Any:
-        raw = self.text(name)
-        if raw is None:
-            return default
-        if raw.lower() not in options:
-            self.errors.append(f"{name}: must be one of {', '.join(options)}, got {raw!r}")
-            return default
-        return raw.lower()
-
-    def url(self, name: str) -> str | None:
-        raw = self.text(name)
-        if raw is None:
-            return None
-        if not raw.lower().startswith(("http://", "https://")):
-            self.errors.append(f"{name}: must be an http(s) URL, got {raw!r}")
-            return None
-        return raw.rstrip("/")
-
-    def name(self, name: str, default: str, *, table: bool = False) -> str:
-        raw = self.text(name) or default
-        import re
-
-        pattern = r"[A-Za-z][A-Za-z0-9]{2,62}" if table else r"[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}"
-        if not re.fullmatch(pattern, raw):
-            kind = "a table name (letters and digits)" if table else "a queue/container name (lowercase, digits, -)"
-            self.errors.append(f"{name}: must be {kind}, got {raw!r}")
-        return raw
-
-    def token_settings(self, name: str) -> tuple[str, ...]:
-        raw = self.text(name)
-        if raw is None:
-            return DEFAULT_EXTRACTOR_TOKEN_SETTINGS
-        names = tuple(n.strip() for n in raw.split(",") if n.strip())
-        import re
-
-        for n in names:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", n):
-                self.errors.append(f"{name}: {n[:60]!r} is not an app setting name")
-            elif n.startswith(RESERVED_SETTING_PREFIXES):
-                self.errors.append(f"{name}: {n} holds a connection, key or another service's token; not a token")
-        return names
-
-    def host_list(self, name: str) -> tuple[str, ...]:
-        raw = self.text(name)
-        if raw is None:
-            return ()
-        hosts = tuple(h.strip().lower() for h in raw.split(",") if h.strip())
-        for h in hosts:
-            bare = h[2:] if h.startswith("*.") else h
-            if not bare or "/" in bare or "*" in bare:
-                self.errors.append(f"{name}: {h!r} is not a host name, host:port or *.domain")
-        return hosts
+BINDING_SETTINGS: Final = tuple(d for d in DECLARATIONS if d.binding)
+"""The settings the Functions host resolves as %NAME% in the trigger definitions, with their defaults."""

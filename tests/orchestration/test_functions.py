@@ -61,7 +61,7 @@ def test_poll_fn_bindings() -> None:
     assert (poll["type"], poll["name"], poll["queueName"], poll["connection"]) == (
         "queueTrigger",
         "msg",
-        "poll-jobs",
+        "%POLL_QUEUE%",
         "DataStorage",
     )
     timer = _trigger(functions["sweep_jobs"])
@@ -78,7 +78,7 @@ def test_poll_fn_bindings() -> None:
     cancel = _trigger(functions["cancel_job_queue"])
     assert (cancel["type"], cancel["queueName"], cancel["connection"]) == (
         "queueTrigger",
-        "cancel-jobs",
+        "%CANCEL_QUEUE%",
         "DataStorage",
     )
 

@@ -1,0 +1,34 @@
+"""The project's version: pyproject.toml's ``[project] version``, the one place it is written.
+
+The Function App is deployed as a folder, not pip-installed, so there is usually no installed distribution to ask:
+``importlib.metadata`` answers when the ``docextract`` distribution is installed (a wheel, ``pip install -e``) and
+its pyproject.toml is not beside this package; otherwise pyproject.toml (deployed with the app, read once, cheap) is
+the source. Neither found raises ``RuntimeError``: a version that might be wrong is never reported.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import tomllib
+from pathlib import Path
+from typing import Final
+
+DISTRIBUTION: Final = "docextract"
+PYPROJECT: Final = Path(__file__).resolve().parent.parent / "pyproject.toml"
+
+
+@functools.cache
+def package_version() -> str:
+    """The version of this code: its own pyproject.toml's, else the installed distribution's metadata."""
+    if PYPROJECT.is_file():
+        with PYPROJECT.open("rb") as f:
+            project = tomllib.load(f).get("project", {})
+        if project.get("name") == DISTRIBUTION and isinstance(project.get("version"), str):
+            return str(project["version"])
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise RuntimeError(
+            f"the {DISTRIBUTION} version is unknown: deploy pyproject.toml with the app or install the package"
+        ) from None
