@@ -1,4 +1,4 @@
-# The two commands: `make run` and `make test`. Both set everything up first and are quick when already set up.
+# The two commands: `make run` and `make test` (and `make lint`, which CI runs too). Both set everything up first and are quick when already set up.
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -33,9 +33,11 @@ run: setup
 test: setup
 	$(BIN)/python tools/azurite.py -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Lint, format check and type check (mypy, configured in pyproject.toml); non-zero on any finding.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # Side-by-side benchmarks with Kreuzberg and MarkItDown (their own virtualenv; see benchmarks/README.md).
 bench: setup .venv-bench/.installed

@@ -39,9 +39,9 @@ def roles_from(env: Mapping[str, str]) -> tuple[str, ...]:
     return roles
 
 
-def build_app(env: Mapping[str, str]) -> func.FunctionApp:
+def build_app(env: Mapping[str, str]) -> func.FunctionApp | func.AsgiFunctionApp:
     roles = roles_from(env)
-    app: func.FunctionApp
+    app: func.FunctionApp | func.AsgiFunctionApp
     if "extractor" in roles:
         from extract_fn.app import create_app
         from extract_fn.settings import Settings

@@ -219,8 +219,8 @@ class ExtractorService:
         takes = FORMAT_OPTIONS[fmt]
         encoding = values.get(OPTION_ENCODING) or None
         dialect = values.get(OPTION_SQL_DIALECT) or None
-        for option, value in ((OPTION_ENCODING, encoding), (OPTION_SQL_DIALECT, dialect)):
-            if value is not None and option not in takes:
+        for option, given in ((OPTION_ENCODING, encoding), (OPTION_SQL_DIALECT, dialect)):
+            if given is not None and option not in takes:
                 which = "the text formats" if option == OPTION_ENCODING else "sql"
                 raise _invalid(f"the {fmt} format takes no {option} option (only {which} do)")
         if encoding is not None and known_codec(encoding) is None:
@@ -243,7 +243,7 @@ class ExtractorService:
     def prepare(self, query: Query, data: Body) -> ExtractRequest:
         """Check the original against the size limit and the format asked for; the request for a worker."""
         self.check_size(len(data))
-        check_format(data, query.format, encoding=query.encoding)
+        check_format(data, query.format, encoding=query.encoding)  # type: ignore[arg-type]  # a MappedFile reads as bytes
         return ExtractRequest(
             format=query.format,
             name=query.name,
@@ -271,7 +271,11 @@ class ExtractorService:
             request = self.prepare(query, data)
             try:
                 raw = await self.pool.run(
-                    self.extractors[query.format], data, request, admission=admission, caller=caller
+                    self.extractors[query.format],
+                    data,  # type: ignore[arg-type]  # a MappedFile is a read-only buffer the pool sends as bytes
+                    request,
+                    admission=admission,
+                    caller=caller,
                 )
             except ExtractionError as exc:
                 if exc.code == ErrorCode.INVALID_ARTIFACT:  # the server's verdict, not a service's code

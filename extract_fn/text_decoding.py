@@ -57,8 +57,8 @@ def sniff_bom(data: bytes) -> tuple[str, int] | None:
 def decode_text(data: bytes, *, option: str | None = None, declared: str | None = None) -> Decoded:
     bom = sniff_bom(data)
     if bom is not None:
-        enc, skip = bom
-        return Decoded(_decode(data[skip:], enc, offset=skip, source="the byte-order mark"), enc, "bom")
+        bom_enc, skip = bom
+        return Decoded(_decode(data[skip:], bom_enc, offset=skip, source="the byte-order mark"), bom_enc, "bom")
     if declared:
         enc = known_codec(declared)
         if enc is not None:

@@ -750,7 +750,7 @@ class WorkerPool:
         return (extractor, request.format, request.encoding, request.sql_dialect, self.max_output_bytes)
 
     def _extract(
-        self, w: _Worker, extractor: str, data: bytes, request: ExtractRequest, timeout_s: float
+        self, w: _Worker, extractor: str, data: bytes | memoryview, request: ExtractRequest, timeout_s: float
     ) -> bytes | SpooledReply:
         import orjson
 
@@ -858,7 +858,7 @@ def _oversize_error(length: int, max_output_bytes: int) -> Exception:
     return ExtractionError(ErrorCode.RESOURCE_LIMIT, message)
 
 
-def _death_error(returncode: int | None, memory_limit_bytes: int) -> Exception:
+def _death_error(returncode: int | None, memory_limit_bytes: int | None) -> Exception:
     from shared.contract import ErrorCode, ExtractionError
 
     limit = f"{memory_limit_bytes // (1024 * 1024)} MiB" if memory_limit_bytes else "no memory limit"
@@ -869,7 +869,7 @@ def _death_error(returncode: int | None, memory_limit_bytes: int) -> Exception:
     )
 
 
-def _recall_crash(memory: CrashMemory, scope: tuple[object, ...], data: bytes) -> None:
+def _recall_crash(memory: CrashMemory, scope: tuple[object, ...], data: bytes | memoryview) -> None:
     """Raise what ``data`` got when it ended a worker lately (``extract_fn.crash_memory``), instead of a worker."""
     from shared.contract import ExtractionError
 
@@ -906,7 +906,9 @@ def _remember_costly_refusal(
         memory.remember(scope, data, exc.code.value, exc.message, ended_worker=False)
 
 
-def _remember_crash(memory: CrashMemory, scope: tuple[object, ...], data: bytes, exc: Exception) -> Exception:
+def _remember_crash(
+    memory: CrashMemory, scope: tuple[object, ...], data: bytes | memoryview, exc: Exception
+) -> Exception:
     """``exc`` (the answer of an input that ended its worker), remembered for ``_recall_crash``."""
     from shared.contract import ErrorCode, ExtractionError
 

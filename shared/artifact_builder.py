@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -52,7 +52,7 @@ def clean_str(value: str) -> str:
 def _check_int(name: str, value: object) -> None:
     if value.__class__ is not int:  # bool is an int subclass: refused too
         raise TypeError(f"{name} must be an int, got {value!r}")
-    if not INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
+    if not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(f"{name} {value} is outside signed 64 bits")
 
 
@@ -410,14 +410,17 @@ class ArtifactBuilder:
             rows = [rows[i] for i in kept_idx]
             if lines is not None:
                 lines = [lines[i] for i in kept_idx]
-        if not all(map(str.isascii, texts)):  # TypeError for a text that is not a str
-            texts = [clean_str(t) for t in texts]
+        kept_texts = cast("Sequence[str]", texts)  # the falsy texts (None, "") were dropped just above
+        if not all(map(str.isascii, kept_texts)):  # TypeError for a text that is not a str
+            kept_texts = [clean_str(t) for t in kept_texts]
         if first_index is None:
             start = len(self.blocks)
-            ids = [f"b{k}" for k in range(start, start + len(texts))]
+            ids = [f"b{k}" for k in range(start, start + len(kept_texts))]
         else:
             prefix = f"r{clean_table_id}."
-            numbers = range(first_index, first_index + n) if len(texts) == n else [first_index + i for i in kept_idx]
+            numbers = (
+                range(first_index, first_index + n) if len(kept_texts) == n else [first_index + i for i in kept_idx]
+            )
             ids = [f"{prefix}{k}" for k in numbers]
         if not self._ids.isdisjoint(ids):
             raise ValueError(f"block id {next(i for i in ids if i in self._ids)!r} is not unique")
@@ -450,7 +453,7 @@ class ArtifactBuilder:
                     "keys": keys,
                     "attrs": block_attrs,
                 }
-                for i, t, loc in zip(ids, texts, locs, strict=True)
+                for i, t, loc in zip(ids, kept_texts, locs, strict=True)
             ]
         else:
             blocks = [
@@ -464,7 +467,7 @@ class ArtifactBuilder:
                     "keys": keys,
                     "attrs": block_attrs,
                 }
-                for i, t, loc in zip(ids, texts, locs, strict=True)
+                for i, t, loc in zip(ids, kept_texts, locs, strict=True)
             ]
 
         taken = n
@@ -484,7 +487,7 @@ class ArtifactBuilder:
                 raise RuntimeError("fit added blocks while row blocks were pending")
             if taken < n:
                 count = taken if count == n else sum(1 for i in kept_idx if i < taken)
-                blocks, ids, texts = blocks[:count], ids[:count], texts[:count]
+                blocks, ids, kept_texts = blocks[:count], ids[:count], kept_texts[:count]
         if count == 0:
             return taken
         if path_truncated:
@@ -492,7 +495,7 @@ class ArtifactBuilder:
         self._ids.update(ids)
         self.blocks.extend(blocks)
         self._row_table_ids.add(table_id)
-        self.text_chars += sum(map(len, texts)) + 64 * count
+        self.text_chars += sum(map(len, kept_texts)) + 64 * count
         return taken
 
     # -- tables ---------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 CONTRACT_VERSION: Final = 1
 SCHEMA_VERSION: Final = 1
@@ -207,6 +207,11 @@ def classify_answer(status: int, content_encoding: str | None, body: bytes) -> A
 # import, which every worker process would pay); ``from shared.contract import Capabilities`` still works.
 
 _CAPABILITY_MODELS: Final = frozenset({"Capabilities", "ExtractorInfo", "FormatCapability"})
+
+if TYPE_CHECKING:  # the names __getattr__ serves, for the type checker only
+    from shared.capabilities import Capabilities as Capabilities  # noqa: PLC0414 (explicit re-export)
+    from shared.capabilities import ExtractorInfo as ExtractorInfo  # noqa: PLC0414 (explicit re-export)
+    from shared.capabilities import FormatCapability as FormatCapability  # noqa: PLC0414 (explicit re-export)
 
 
 def __getattr__(name: str) -> object:

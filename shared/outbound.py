@@ -143,9 +143,9 @@ def address_refusal(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address
             return what
     if isinstance(ip, ipaddress.IPv6Address):
         for inner in embedded_ipv4(ip):
-            what = address_refusal(inner)
-            if what is not None:
-                return what
+            inner_what = address_refusal(inner)
+            if inner_what is not None:
+                return inner_what
     if not ip.is_global or ip.is_multicast:
         return "non-public"
     return None
@@ -356,7 +356,7 @@ class Outbound:
                 flags[key] = True
             else:
                 raise ValueError(f"{name}: must be true or false")
-        return cls(**flags)
+        return cls(allow_http=flags["allow_http"], allow_loopback=flags["allow_loopback"])
 
     # -- the static checks -------------------------------------------------------------------------------------
 
@@ -481,7 +481,7 @@ class Outbound:
                     )
                 else:
                     conn = _Plain(address, target.port, timeout=remaining)
-                conn.watchdog = watchdog  # type: ignore[attr-defined]
+                conn.watchdog = watchdog
                 try:
                     try:
                         conn.connect()

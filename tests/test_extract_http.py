@@ -773,7 +773,8 @@ def test_the_function_app_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
 
     import azure.functions as func
 
-    from extract_fn.function import create_asgi_app
+    def create_asgi_app() -> Any:  # what function_app.build_app hands func.AsgiFunctionApp
+        return create_app(Settings.from_env(os.environ))
 
     monkeypatch.delenv("EXTRACTOR_TOKENS", raising=False)
     with pytest.raises(SettingsError, match="EXTRACTOR_TOKENS"):

@@ -29,4 +29,4 @@ def available_formats() -> list[str]:
 
 
 def extractor_for(fmt: str) -> Extractor:
-    return importlib.import_module(MODULES[fmt]).extract  # type: ignore[no-any-return]
+    return importlib.import_module(MODULES[fmt]).extract

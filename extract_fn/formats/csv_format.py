@@ -220,7 +220,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         header_rows=1,
         table_locator=make_locator(row_start=1, row_end=last_row, line_start=header_lines[0], line_end=prev_line),
         attrs=attrs,
-        lines=lines,
+        lines=lines,  # type: ignore[arg-type]  # _Lines indexes like the sequence, at 16 bytes a record
         texts=texts,
     )
     report_cut(builder, f"table {name!r}", kept, total, request.max_output_bytes, first_row=2)

@@ -477,8 +477,8 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     for rid, rtype, target in rels:
         by_type.setdefault(rtype, []).append(target)
         by_id[rid] = target
-    styles = _Styles(_optional_part(zf, (by_type.get("styles") or [None])[0]))
-    numbering = _Numbering(_optional_part(zf, (by_type.get("numbering") or [None])[0]))
+    styles = _Styles(_optional_part(zf, next(iter(by_type.get("styles", ())), None)))
+    numbering = _Numbering(_optional_part(zf, next(iter(by_type.get("numbering", ())), None)))
     doc = _Doc(styles, numbering)
 
     builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
@@ -509,7 +509,9 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
                 bid = builder.add_block("heading", text, depth=depth, parent=parent, section_path=path)
                 stack.append((depth, bid, text))
             elif num is not None:
-                attrs = {"list": {"num_id": num[0], "level": num[1], "format": numbering.fmt(num[0], num[1])}}
+                attrs: dict[str, Any] = {
+                    "list": {"num_id": num[0], "level": num[1], "format": numbering.fmt(num[0], num[1])}
+                }
                 _add(builder, stack, "list", text, attrs, depth=num[1])
             else:
                 _add(builder, stack, "paragraph", text, None)
@@ -542,10 +544,10 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
                     rid = ref.get("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id") or ref.get(
                         "{http://purl.oclc.org/ooxml/officeDocument/relationships}id"
                     )
-                    target = by_id.get(rid or "")
-                    if target and target not in seen:
-                        seen.add(target)
-                        refs.append((name[:6], _attr(ref, "type") or "default", target))
+                    ref_target = by_id.get(rid or "")
+                    if ref_target and ref_target not in seen:
+                        seen.add(ref_target)
+                        refs.append((name[:6], _attr(ref, "type") or "default", ref_target))
         for rtype in ("header", "footer"):
             for target in by_type.get(rtype, []):
                 if target not in seen:
@@ -573,7 +575,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
                         continue
                     if _attr(note, "type") in ("separator", "continuationSeparator", "continuationNotice"):
                         continue
-                    attrs: dict[str, Any] = {"part": part_kind, "note_id": _attr(note, "id") or ""}
+                    attrs = {"part": part_kind, "note_id": _attr(note, "id") or ""}
                     if part_kind == "comment":
                         attrs = {"part": "comment", "comment_id": _attr(note, "id") or ""}
                         author = _attr(note, "author")

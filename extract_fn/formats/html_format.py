@@ -417,7 +417,7 @@ class _Cut(Exception):  # control flow, not an error
     """The output budget ran out."""
 
 
-def _is_hidden(tag: str, attrs: dict[str, str | None]) -> bool:
+def _is_hidden(tag: str | None, attrs: dict[str, str | None]) -> bool:
     if tag in _SKIP_HIDDEN:
         return True
     if not attrs:

@@ -97,7 +97,7 @@ from shared.contract import ErrorCode, ExtractionError
 try:
     import markdown_it_pyrs
 except ImportError:  # pragma: no cover - a deployment without it parses everything with markdown-it-py
-    markdown_it_pyrs = None
+    markdown_it_pyrs = None  # type: ignore[assignment]  # the module or None, read as such below
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -142,7 +142,7 @@ def _parser() -> MarkdownIt:
                 state.env.setdefault(_SKIPPED_KEY, []).append((line, end_line))
         original(state, start_line, end_line)
 
-    md.block.tokenize = tokenize  # type: ignore[method-assign]
+    md.block.tokenize = tokenize  # type: ignore[method-assign, assignment]
     return md
 
 
@@ -223,13 +223,13 @@ def inline_text(content: str, env: dict[str, Any]) -> str:
             # Each ``[`` or ``]`` ends the inline parser's text run (one rule chain per bracket: 2 MB of ``[`` took
             # 5 s). With links off they are text, so unescaped ones stand in as the mathematical white brackets
             # (Unicode punctuation too, so emphasis flanking is the same, but no terminator) and come back after.
-            children = []
+            children: list[Token] = []
             stood_in = (
                 content.translate(_BRACKETS_AWAY) if "\\" not in content else _UNESCAPED_BRACKET.sub(_stand_in, content)
             )
             md.inline.parse(stood_in, md, env, children)
             return _render_inline(children).translate(_BRACKETS_BACK)
-    children: list[Token] = []
+    children = []
     md.inline.parse(content, md, env, children)
     return _render_inline(children)
 
@@ -429,7 +429,18 @@ def _fast_parser() -> Any:
     """markdown-it-pyrs with CommonMark's block rules and no inline rule (inline content comes back as one text node,
     which ``inline_text`` parses with markdown-it-py) and no table rule (tables are ``_table_run_events``')."""
     assert markdown_it_pyrs is not None
-    rules = ["blockquote", "code", "fence", "heading", "hr", "lheading", "list", "paragraph", "reference", "html_block"]
+    rules: list[Any] = [
+        "blockquote",
+        "code",
+        "fence",
+        "heading",
+        "hr",
+        "lheading",
+        "list",
+        "paragraph",
+        "reference",
+        "html_block",
+    ]
     return markdown_it_pyrs.MarkdownIt("zero").enable_many(rules)
 
 
@@ -759,7 +770,7 @@ def _tree_events(
                 start = node.srcmap[0]
                 number = None
                 if parent == "ordered_list":  # the item's own number, as markdown-it-py reads it off its marker
-                    m = digits.match(buf, start)
+                    m = digits.match(buf, start)  # type: ignore[arg-type]  # digits is the pattern of buf's type
                     if m is None:
                         raise _NotFast(name)
                     number = int(m.group(1))

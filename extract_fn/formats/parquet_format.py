@@ -616,7 +616,7 @@ def _batch_texts(batch: Any, columns: list[list[Any]], prefixes: list[str]) -> l
     out = pc.utf8_slice_codeunits(joined, 3).to_pylist()
     if len(out) != len(batch):  # never silently misalign row texts
         raise ValueError(f"row texts for {len(batch)} rows came out as {len(out)}")
-    return out  # type: ignore[no-any-return]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------

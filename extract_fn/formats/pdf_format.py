@@ -1344,11 +1344,11 @@ def _aligned_table(lines: list[list[Seg]], strict: bool = True) -> TableItem | N
         rows.append([" ".join(p.text for p in sorted(c, key=lambda s: s.x0)) if c else None for c in row])
     # a column with a header piece but no values is the header's overflow (a superscript, a wrapped word)
     for k in range(len(cols) - 1, 0, -1):
-        if all(row[k] is None for row in rows[1:]):
-            for row in rows:
-                if row[k] is not None:
-                    row[k - 1] = f"{row[k - 1]} {row[k]}" if row[k - 1] else row[k]
-                del row[k]
+        if all(texts[k] is None for texts in rows[1:]):
+            for texts in rows:
+                if texts[k] is not None:
+                    texts[k - 1] = f"{texts[k - 1]} {texts[k]}" if texts[k - 1] else texts[k]
+                del texts[k]
     if len(rows[0]) < 2:
         return None
     x0 = min(s.x0 for s in cells)

@@ -26,7 +26,7 @@ import codecs
 import functools
 import re
 from collections.abc import Callable
-from typing import Any, BinaryIO, Final
+from typing import IO, Any, Final
 
 from extract_fn.text_decoding import known_codec, sniff_bom
 from shared.contract import ErrorCode, ExtractionError
@@ -132,7 +132,7 @@ def _declares_dtd(read: Callable[[int], bytes]) -> bool:
         chunk = read(CHUNK)
 
 
-def refuse_dtd(source: bytes | memoryview | BinaryIO, part: str, kind: str) -> None:
+def refuse_dtd(source: bytes | memoryview | IO[bytes], part: str, kind: str) -> None:
     """Raise ``dtd_refused`` when the part (its bytes, or a stream read no further than its prolog) declares a DTD."""
     if isinstance(source, bytes | memoryview):
         view, pos = memoryview(source), 0

@@ -74,7 +74,7 @@ from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_SQL_STRUCTURE, ErrorCode, ExtractionError
 
 PARSER: Final = "loom-sql"
-PARSER_VERSION: Final = f"1+sqlglot-{sqlglot.__version__}"
+PARSER_VERSION: Final = f"1+sqlglot-{sqlglot.__version__}"  # type: ignore[attr-defined]  # not in its __all__
 MAX_REASON_CHARS: Final = 240
 HEAD_WINDOW: Final = 4000  # characters of a statement read for its leading keywords
 HEAD_TOKENS: Final = 60  # tokens read for a statement's kind and names when the parser gives none

@@ -307,7 +307,7 @@ def value_text(value: Any) -> str:
     """A table value as row-block text."""
     t = type(value)
     if t is str:
-        return value  # type: ignore[no-any-return]
+        return value
     if t is bool:
         return "true" if value else "false"
     if t is dict:

@@ -89,7 +89,7 @@ from shared.contract import (
 try:
     import toml_rs
 except ImportError:  # pragma: no cover - an install without it reads with tomllib alone
-    toml_rs = None
+    toml_rs = None  # type: ignore[assignment]  # the module or None, read as such below
 
 PARSER: Final = "loom-toml"
 PARSER_VERSION: Final = f"1+tomllib-py{sys.version_info.major}.{sys.version_info.minor}" + (
@@ -346,7 +346,7 @@ def _rs_safe(text: str) -> bool:
 def _load(text: str) -> dict[str, Any]:
     if toml_rs is not None and _rs_safe(text):
         try:
-            return toml_rs.loads(text, toml_version="1.0.0")  # type: ignore[no-any-return]
+            return toml_rs.loads(text, toml_version="1.0.0")
         except Exception:  # noqa: S110 - tomllib decides every refusal and words its message
             pass
     return _load_tomllib(text)

@@ -481,7 +481,7 @@ def _add_sheet(
         if 0 <= i < len(grid) and 0 <= j < len(grid[i]):
             grid[i][j] = {"error": text}
     if merged:
-        refs = []
+        refs: list[str] = []
         for (mr0, mc0), (mr1, mc1) in merged:
             if len(refs) < LIMITS.xlsx_max_merged:
                 refs.append(f"{cell_ref(mr0, mc0)}:{cell_ref(mr1, mc1)}")

@@ -86,7 +86,9 @@ def nesting_depth(value: object, limit: int = MAX_NESTING + 1) -> int:
     return 1 + deepest
 
 
-def _fast(raw: bytes | bytearray | memoryview, fmt: str, original_size: int, build: bool) -> tuple[bool, Any]:
+def _fast(
+    raw: bytes | bytearray | memoryview, fmt: str, original_size: int, build: bool
+) -> tuple[bool, Artifact | None]:
     """The fast path: (True, the models or None) when the artifact keeps every rule, else (False, None): the
     checker looks again. The blocks' models are built a chunk at a time, as each chunk passes."""
     try:
@@ -130,7 +132,7 @@ def _careful(raw: object, fmt: str, original_size: int) -> Any:
         checker = Checker(fmt, original_size, trusted=True)
         checker.artifact(doc, ARTIFACT)
         if checker.suspect_big_int:  # a float that may be an integer literal past 64 bits: read the text exactly
-            doc = _load_exact(bytes(raw))  # type: ignore[arg-type]
+            doc = _load_exact(bytes(raw))  # type: ignore[call-overload]  # raw is bytes-like here: dicts took the branch above
             checker = Checker(fmt, original_size, trusted=True)
             checker.artifact(doc, ARTIFACT)
     if checker.violations:

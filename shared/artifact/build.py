@@ -7,7 +7,7 @@ faster than ``model_construct`` on 200,000 blocks)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import repeat, starmap
 from operator import itemgetter
 from typing import Any, Final
@@ -15,7 +15,8 @@ from typing import Any, Final
 from shared import artifact_models as m
 from shared.artifact.rules import DEFAULTS
 
-_consume: Final = deque(maxlen=0).extend  # runs an iterator to its end, keeping nothing
+# runs an iterator to its end, keeping nothing
+_consume: Final[Callable[[Iterable[Any]], None]] = deque(maxlen=0).extend
 _new: Final = object.__new__
 _LOCATOR_DEFAULTS: Final = DEFAULTS["Locator"]
 _GET_LOCATOR: Final = itemgetter("locator")
@@ -82,7 +83,8 @@ def artifact(doc: dict[str, Any], built: list[m.Block] | None, locator_sets: Fie
     doc["coverage"] = _one(m.Coverage, cov, DEFAULTS["Coverage"])
     if "tables" in doc:
         doc["tables"] = [_table(t, locator_sets) for t in doc["tables"]]
-    return _one(m.Artifact, doc, DEFAULTS["Artifact"])
+    result: m.Artifact = _one(m.Artifact, doc, DEFAULTS["Artifact"])
+    return result
 
 
 def _table(t: dict[str, Any], locator_sets: FieldSets) -> m.Table:
@@ -90,4 +92,5 @@ def _table(t: dict[str, Any], locator_sets: FieldSets) -> m.Table:
     t["locator"] = _locators([t["locator"]], locator_sets)[0]
     sent = set(t)
     t.setdefault("attrs", {})
-    return _models(m.Table, [{**DEFAULTS["Table"], **t}], [sent], 1)[0]
+    table: m.Table = _models(m.Table, [{**DEFAULTS["Table"], **t}], [sent], 1)[0]
+    return table

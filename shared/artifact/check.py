@@ -8,6 +8,7 @@ arithmetic, rows against their columns) are checked where the field is, once its
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable
 from typing import Any, Final
@@ -217,7 +218,7 @@ class Checker:
                 ok = False
         return ok
 
-    def _free(self, node: Any, depth: int, root: str, parts: tuple[object, ...]) -> bool:
+    def _free(self, node: Any, depth: int, root: str, parts: tuple[builtins.object, ...]) -> bool:
         """A free object's container at ``depth``: False once the depth bound is broken (reported at the root) or
         an integer is past 64 bits (reported at its own path)."""
         if depth > MAX_NESTING:
@@ -342,7 +343,7 @@ class Checker:
 
     # -- the pre-pass for data not from a JSON parser ----------------------------------------------------------
 
-    def scan_json(self, doc: object) -> None:
+    def scan_json(self, doc: builtins.object) -> None:
         """Report what JSON cannot hold: invalid strings and keys, non-JSON types, NaN/Infinity (dict input)."""
         found: list[Violation] = []
         stack: list[tuple[object, tuple[object, ...]]] = [(doc, ())]

@@ -23,7 +23,7 @@ _CELL: Final = Union[str, _I64, float, bool, None, _CellError]  # noqa: UP007 --
 
 
 def _meta(base: Any, **bounds: int | None) -> Any:
-    given = {k: v for k, v in bounds.items() if v is not None}
+    given: dict[str, Any] = {k: v for k, v in bounds.items() if v is not None}
     return Annotated[base, msgspec.Meta(**given)] if given else base
 
 

@@ -44,7 +44,8 @@ def blob_service(settings: OrchestrationSettings) -> BlobServiceClient:
         assert settings.blob_service_url
         return BlobServiceClient(settings.blob_service_url, credential=credential(settings))
 
-    return settings.cached("blob_service", make)
+    client: BlobServiceClient = settings.cached("blob_service", make)
+    return client
 
 
 def queue_service(settings: OrchestrationSettings) -> QueueServiceClient:
@@ -54,7 +55,8 @@ def queue_service(settings: OrchestrationSettings) -> QueueServiceClient:
         assert settings.queue_service_url
         return QueueServiceClient(settings.queue_service_url, credential=credential(settings))
 
-    return settings.cached("queue_service", make)
+    client: QueueServiceClient = settings.cached("queue_service", make)
+    return client
 
 
 def table_service(settings: OrchestrationSettings) -> TableServiceClient:
@@ -64,7 +66,8 @@ def table_service(settings: OrchestrationSettings) -> TableServiceClient:
         assert settings.table_service_url
         return TableServiceClient(settings.table_service_url, credential=credential(settings))
 
-    return settings.cached("table_service", make)
+    client: TableServiceClient = settings.cached("table_service", make)
+    return client
 
 
 @dataclass(frozen=True, slots=True)
