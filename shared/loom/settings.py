@@ -175,18 +175,18 @@ class LoomSettings:
             except ValueError as exc:
                 raise LoomRoutingError(f"the registration's extractor URL {exc}") from None
             return Route(url, self.token_for(url))
-        url = self.routes.get(format)
-        if url is None and media_type:
+        routed: str | None = self.routes.get(format)
+        if routed is None and media_type:
             mt = normalize_media_type(media_type)
             if MEDIA_TYPE_FORMAT.get(mt) == format:
-                url = self.routes.get(mt)
-        if url is None:
-            url = self.default_url
-        if url is None:
+                routed = self.routes.get(mt)
+        if routed is None:
+            routed = self.default_url
+        if routed is None:
             raise LoomRoutingError(
                 f"no extractor service is configured for {format}: set {ENV_URL} or a route in {ENV_ROUTES}"
             )
-        return Route(url, self.token_for(url))
+        return Route(routed, self.token_for(routed))
 
     def secrets(self) -> tuple[str, ...]:
         """Every configured token's value, so messages can be scrubbed of them."""
