@@ -264,6 +264,19 @@ class Service:
 # Clients
 
 
+def _post(http: httpx.Client, fmt: str, data: bytes, *, with_code: bool = False) -> str:
+    """One extraction: its HTTP status (with the error code of a 422 or 503 when ``with_code``), or the error."""
+    try:
+        r = http.post(
+            "/v1/extract", params={"format": fmt}, content=data, headers={"Content-Type": "application/octet-stream"}
+        )
+    except httpx.HTTPError as exc:
+        return type(exc).__name__
+    if with_code and r.status_code in (422, 503):
+        return f"{r.status_code} {r.json()['error']['code']}"
+    return str(r.status_code)
+
+
 def normal_client(base: str, files: list[tuple[str, bytes]], n: int, offset: int, out: dict[str, Any]) -> None:
     """``n`` files, each posted until it gets an answer other than 503 (as a server retries later; here after
     0.2 s, at most ``MAX_RETRIES`` times); its latency counts from the first attempt."""
@@ -272,16 +285,7 @@ def normal_client(base: str, files: list[tuple[str, bytes]], n: int, offset: int
             fmt, data = files[(offset + i) % len(files)]
             started = time.perf_counter()
             for _attempt in range(MAX_RETRIES):
-                try:
-                    r = http.post(
-                        "/v1/extract",
-                        params={"format": fmt},
-                        content=data,
-                        headers={"Content-Type": "application/octet-stream"},
-                    )
-                    status = str(r.status_code)
-                except httpx.HTTPError as exc:
-                    status = type(exc).__name__
+                status = _post(http, fmt, data)
                 if status != "503":
                     break
                 out["retried"] += 1
@@ -345,18 +349,7 @@ def hostile_client(
                 elif name == "dribble":
                     outcome = _dribble(port, token)
                 else:
-                    try:
-                        r = http.post(
-                            "/v1/extract",
-                            params={"format": fmt},
-                            content=data,
-                            headers={"Content-Type": "application/octet-stream"},
-                        )
-                        outcome = str(r.status_code)
-                        if r.status_code in (422, 503):
-                            outcome += " " + r.json()["error"]["code"]
-                    except httpx.HTTPError as exc:
-                        outcome = type(exc).__name__
+                    outcome = _post(http, fmt, data, with_code=True)
                 out["status"][f"{name}: {outcome}"] += 1
             out["loops"] = loop + 1
 

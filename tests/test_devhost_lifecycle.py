@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.waiting import wait_until
 from tools.azurite import PID_FILE, clean_up_after_crash, free_port, process_start_time
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -292,7 +293,6 @@ def test_the_azurite_of_a_killed_run_is_stopped_by_the_next_run(tmp_path: Path) 
         second.kill()
     assert second.returncode == 0, err
     assert not (tmp_path / PID_FILE).exists()
-    deadline = time.monotonic() + WAIT_S
-    while process_start_time(ours["pid"]) == ours["start_time"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert process_start_time(ours["pid"]) != ours["start_time"]  # stopped with the run
+    wait_until(  # stopped with the run
+        lambda: process_start_time(ours["pid"]) != ours["start_time"], WAIT_S, "the run's Azurite stops"
+    )

@@ -26,6 +26,7 @@ from shared.orchestration.composition import build_deps
 from shared.orchestration.deps import Deps
 from shared.orchestration.settings import OrchestrationSettings
 from shared.orchestration.storage import blob_service
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "pipeline-test-token"
@@ -268,12 +269,12 @@ class _Hanging:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.release = threading.Event()
-        self.received = 0
+        self.received = threading.Event()  # set by the first request it takes
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                outer.received += 1
+                outer.received.set()
                 outer.release.wait(600)  # bounded, and released by the test long before
                 self.send_error(503)
 
@@ -304,14 +305,10 @@ def test_a_hanging_extractor_holds_only_its_own_job(deps: Deps, extractor_url: s
     try:
         path = corpus / "markdown/readme-sqlglot.md"
         held = accept_file(path, "demo-app", deps, registration=registration(hanging.url))
-        deadline = time.monotonic() + 120
-        while hanging.received == 0 and time.monotonic() < deadline:  # its poll is in flight, and hangs
-            time.sleep(0.05)
-        assert hanging.received >= 1
+        assert hanging.received.wait(120), "the hanging extractor got no poll"  # in flight, and it hangs
         normal = accept_file(path, "demo-app", deps, registration=registration(extractor_url))
-        deadline = time.monotonic() + 120
-        while not ((job := deps.store.get(normal)) and job.terminal) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: (j := deps.store.get(normal)) is not None and j.terminal, 120, "the normal job ends")
+        job = deps.store.get(normal)
         assert job is not None
         assert job.terminal, job
         assert str(job.state) == "Succeeded", job.reason

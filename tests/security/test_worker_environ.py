@@ -10,7 +10,6 @@ a real file of every format.
 from __future__ import annotations
 
 import csv
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -22,6 +21,7 @@ from extract_fn.formats.base import ExtractRequest
 from extract_fn.service import default_extractors
 from extract_fn.workers import CHILD_ENV_NAMES, WorkerPool
 from shared.artifact import validate_artifact
+from tests.waiting import wait_until
 
 CORPUS: Final = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 MiB: Final = 1024 * 1024
@@ -56,10 +56,11 @@ def environ_of(pid: int) -> dict[str, str]:
 def wait_exec(pid: int, timeout_s: float = 120.0) -> None:
     """Wait until ``pid`` runs the worker program: a child read between fork and exec shows the parent's environment,
     and one read during exec an empty one."""
-    deadline = time.monotonic() + timeout_s
-    while b"extract_fn.workers" not in Path(f"/proc/{pid}/cmdline").read_bytes() or not environ_of(pid):
-        assert time.monotonic() < deadline, f"worker {pid} did not start its program"
-        time.sleep(0.01)
+    wait_until(
+        lambda: b"extract_fn.workers" in Path(f"/proc/{pid}/cmdline").read_bytes() and environ_of(pid),
+        timeout_s,
+        f"worker {pid} runs its program",
+    )
 
 
 def corpus_sample() -> dict[str, Path]:
