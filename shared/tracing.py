@@ -37,9 +37,25 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, NoOpTracerProvider, Span, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from shared.settings_spec import Setting, optional_text, read
+
 CONNECTION_STRING_SETTING: Final = "APPLICATIONINSIGHTS_CONNECTION_STRING"
 # Microsoft's setting for Python function apps: the Functions worker configures the distro itself (then we must not).
 WORKER_TELEMETRY_SETTING: Final = "PYTHON_APPLICATIONINSIGHTS_ENABLE_TELEMETRY"
+
+
+def _worker_flag(raw: str) -> bool:
+    return raw.lower() == "true"  # as the Functions Python worker reads it: anything else is off
+
+
+_NO_TEXT: Final[str | None] = None
+CONNECTION_STRING: Final = Setting(
+    CONNECTION_STRING_SETTING, _NO_TEXT, optional_text, "Application Insights: tracing on when set", secret=True
+)
+WORKER_TELEMETRY: Final = Setting(
+    WORKER_TELEMETRY_SETTING, False, _worker_flag, "the Functions Python worker configures the distro"
+)
+DECLARATIONS: Final = (CONNECTION_STRING, WORKER_TELEMETRY)
 TRACER_NAME: Final = "loom"
 TRACEPARENT: Final = "traceparent"
 _TRACEPARENT_RE: Final = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -119,7 +135,7 @@ class Tracing:
         """On (the Azure Monitor distro, configured once per process) when the connection string is set, else off.
 
         ``configure``: what sets the exporting provider up (the distro by default; a test's own to see the call)."""
-        if not env.get(CONNECTION_STRING_SETTING, "").strip():
+        if read(DECLARATIONS, env)[CONNECTION_STRING_SETTING] is None:
             return cls.off()
         return cls((configure or configure_distro)(env))
 
@@ -210,13 +226,14 @@ def configure_distro(env: Mapping[str, str]) -> TracerProvider:
 
     In a function app with ``PYTHON_APPLICATIONINSIGHTS_ENABLE_TELEMETRY=true`` the Python worker has configured the
     distro already (Microsoft's documented setup): its provider is used and nothing is configured twice."""
+    values = read(DECLARATIONS, env)
     with _CONFIGURE_LOCK:
         if "provider" not in _CONFIGURED:
-            if env.get(WORKER_TELEMETRY_SETTING, "").strip().lower() != "true":
+            if not values[WORKER_TELEMETRY_SETTING]:
                 from azure.monitor.opentelemetry import configure_azure_monitor
 
                 configure_azure_monitor(
-                    connection_string=env[CONNECTION_STRING_SETTING].strip(),
+                    connection_string=values[CONNECTION_STRING_SETTING],
                     instrumentation_options={name: {"enabled": False} for name in _DISABLED_INSTRUMENTATIONS},
                 )
             _CONFIGURED["provider"] = trace.get_tracer_provider()
