@@ -102,11 +102,13 @@ def current_job_id() -> str | None:
 
 
 class JobIdFilter(logging.Filter):
-    """Puts ``jobId`` (the current job's id, or None) on each record, so exported logs carry it as a dimension."""
+    """Puts ``jobId`` on each record written while a job's span is current, so exported logs carry it as a dimension
+    (a record outside any job gets none: an attribute without a value is not exported)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not hasattr(record, "jobId"):
-            record.jobId = _CURRENT_JOB.get()
+        job_id = _CURRENT_JOB.get()
+        if job_id is not None and not hasattr(record, "jobId"):
+            record.jobId = job_id
         return True
 
 

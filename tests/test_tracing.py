@@ -127,7 +127,7 @@ def test_log_records_in_a_jobs_span_carry_its_id(
     log.info("outside")
     assert [(r.getMessage(), getattr(r, "jobId", "missing")) for r in caplog.records] == [
         ("inside", "job-7"),
-        ("outside", None),
+        ("outside", "missing"),
     ]
 
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
+from opentelemetry.trace import SpanKind
+
 from shared.orchestration.jobs import (
     TX_LIMIT,
     Change,
@@ -235,6 +237,7 @@ class JobHandle:
             "loom.status_event",
             job_id=self.job_id,
             traceparent=self.job.trace_parent if self.job is not None else None,
+            kind=SpanKind.PRODUCER,
             attributes={
                 "loom.event.type": str(event.event_type),
                 "loom.event.status": str(event.status),

@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Final
 
+from opentelemetry.trace import SpanKind
+
 from shared.orchestration.backoff import delay_ms, resolve_tracking, stop_reason
 from shared.orchestration.deps import Deps
 from shared.orchestration.extractor_client import StoredResult
@@ -76,7 +78,11 @@ def handle_poll_message(body: bytes | str, deps: Deps) -> PollResult:
         job = handle.load()
         traceparent = job.trace_parent if job is not None else None
     with deps.tracing.span(
-        "loom.poll", job_id=msg.job_id, traceparent=traceparent, attributes={"loom.attempt": msg.attempt}
+        "loom.poll",
+        job_id=msg.job_id,
+        traceparent=traceparent,
+        kind=SpanKind.CONSUMER,
+        attributes={"loom.attempt": msg.attempt},
     ) as span:
         claim = claim_attempt(msg, deps, handle=handle)
         if isinstance(claim, PollResult):

@@ -32,6 +32,7 @@ from datetime import timedelta
 from typing import Final
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
+from opentelemetry.trace import SpanKind
 
 from shared.orchestration.backoff import delay_ms, resolve_tracking
 from shared.orchestration.deps import Deps
@@ -159,7 +160,7 @@ def accept_event(event: AcceptedFileEvent, deps: Deps) -> tuple[Job, bool]:
         "loom.file.format": detect_format(event.content_type, [n for n in (event.file_name, event.file_path) if n]),
         "loom.file.size_bytes": event.size_bytes,
     }
-    with deps.tracing.span("loom.accept", job_id=job_id, attributes=attributes) as span:
+    with deps.tracing.span("loom.accept", job_id=job_id, kind=SpanKind.CONSUMER, attributes=attributes) as span:
         job, created = _accept(event, job_id, deps)
         set_attributes(
             span,
@@ -356,6 +357,7 @@ def submit_job(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> J
         "loom.submit",
         job_id=job_id,
         traceparent=claimed.trace_parent,
+        kind=SpanKind.CLIENT,
         attributes={"loom.extractor.type": kind, "loom.client_application.id": claimed.client_application_id},
     ) as span:
         try:
