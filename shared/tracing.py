@@ -61,7 +61,17 @@ TRACEPARENT: Final = "traceparent"
 _TRACEPARENT_RE: Final = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 # The distro's instrumentations of HTTP libraries this app does not use for its calls (the transport is urllib3
 # connections of its own, spanned here) stay off: nothing records a URL we did not clean.
-_DISABLED_INSTRUMENTATIONS: Final = ("requests", "urllib", "urllib3", "django", "flask", "fastapi", "psycopg2")
+DISABLED_INSTRUMENTATIONS: Final = (
+    "requests",
+    "urllib",
+    "urllib3",
+    "httpx",
+    "httpx2",
+    "django",
+    "flask",
+    "fastapi",
+    "psycopg2",
+)
 
 AttributeValue = str | int | float | bool
 Attributes = Mapping[str, AttributeValue | None]
@@ -236,7 +246,7 @@ def configure_distro(env: Mapping[str, str]) -> TracerProvider:
 
                 configure_azure_monitor(
                     connection_string=values[CONNECTION_STRING_SETTING],
-                    instrumentation_options={name: {"enabled": False} for name in _DISABLED_INSTRUMENTATIONS},
+                    instrumentation_options={name: {"enabled": False} for name in DISABLED_INSTRUMENTATIONS},
                 )
             _CONFIGURED["provider"] = trace.get_tracer_provider()
             install_job_id_filter()

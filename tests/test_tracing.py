@@ -20,6 +20,7 @@ from extract_fn.app import create_app
 from extract_fn.settings import Settings
 from shared.tracing import (
     CONNECTION_STRING_SETTING,
+    DISABLED_INSTRUMENTATIONS,
     JobIdFilter,
     Tracing,
     current_job_id,
@@ -63,6 +64,14 @@ def test_tracing_is_off_without_the_connection_string_and_configures_once_with_i
     with on.span("loom.accept", job_id="job-1"):
         assert valid_traceparent(on.traceparent()) is not None
     assert [s.name for s in exporter.get_finished_spans()] == ["loom.accept"]
+
+
+def test_the_instrumentations_turned_off_are_ones_the_distro_knows() -> None:
+    """A name the distro does not know would be ignored silently, leaving that instrumentation on."""
+    from azure.monitor.opentelemetry._constants import _ALL_SUPPORTED_INSTRUMENTED_LIBRARIES
+
+    assert set(DISABLED_INSTRUMENTATIONS) <= set(_ALL_SUPPORTED_INSTRUMENTED_LIBRARIES)
+    assert "azure_sdk" not in DISABLED_INSTRUMENTATIONS  # storage calls stay visible (azure-core redacts queries)
 
 
 def test_a_jobs_spans_nest_within_a_run_and_continue_its_stored_trace_elsewhere(
