@@ -23,6 +23,7 @@ the extractor twice when an answer is lost; both requests carry the same job id.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import uuid
 from collections.abc import Sequence
@@ -98,8 +99,11 @@ def handle_accepted_events(bodies: Sequence[bytes], deps: Deps, *, park_errors: 
         return BatchResult([])
     workers = max(1, min(len(bodies), deps.settings.submit_concurrency))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="submit") as pool:
+        # Each event in a copy of the caller's context: its accept span links to the invocation's span, if any.
         futures = [
-            pool.submit(handle_accepted_event, body, deps, index=i, park_errors=park_errors)
+            pool.submit(
+                contextvars.copy_context().run, handle_accepted_event, body, deps, index=i, park_errors=park_errors
+            )
             for i, body in enumerate(bodies)
         ]
         return BatchResult([f.result() for f in futures])

@@ -287,6 +287,22 @@ def test_a_loom_job_is_one_trace_through_the_extractor_service(
     assert {getattr(r, "jobId", None) for r in extract_logs} == {job_id}
 
 
+def test_each_file_of_a_batch_is_its_own_trace_linked_to_the_invocation(orch: Orch, spans: Spans) -> None:
+    traced(orch, spans)
+    orch.use_loom(lambda job, config, settings: PollOutcome.succeeded(b'{"artifact": true}'))
+    orch.register("app-loom", {"extractorType": "LOOM", "extractionUrl": "http://127.0.0.1:9/v1"})
+    bodies = [orjson.dumps(orch.event("app-loom")) for _ in range(3)]
+    with spans.tracing.span("functions.invocation") as invocation:  # as the Functions worker's span would be
+        outcomes = handle_accepted_events(bodies, orch.deps).outcomes
+    assert [o.outcome for o in outcomes] == [Outcome.CREATED] * 3
+    accepts = spans.named("loom.accept")
+    assert len(accepts) == 3
+    assert all(a.parent is None for a in accepts)
+    assert len({a.context.trace_id for a in accepts} | {invocation.get_span_context().trace_id}) == 4
+    for a in accepts:
+        assert [link.context.span_id for link in a.links] == [invocation.get_span_context().span_id]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Old messages and rows, the budget, tracing off
 
