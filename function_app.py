@@ -11,6 +11,8 @@ package can be deployed as two apps (infra's deploymentMode "split"). Every func
 
 The orchestration's parts are built by one composition root (``shared.orchestration.composition``): ``build_app``
 makes one ``LazyDeps`` (everything from the environment, at the first invocation) and hands it to both blueprints.
+It also builds the one ``Tracing`` (``shared.tracing``: the Azure Monitor distro, configured once, when
+``APPLICATIONINSIGHTS_CONNECTION_STRING`` is set; off otherwise) that both roles' spans go through.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import azure.functions as func
 import poll_fn.function
 import submit_fn.function
 from shared.orchestration.composition import LazyDeps
+from shared.tracing import Tracing
 
 ROLES_SETTING = "APP_ROLES"
 ROLES = ("extractor", "orchestration")
@@ -39,20 +42,21 @@ def roles_from(env: Mapping[str, str]) -> tuple[str, ...]:
     return roles
 
 
-def build_app(env: Mapping[str, str]) -> func.FunctionApp | func.AsgiFunctionApp:
+def build_app(env: Mapping[str, str], *, tracing: Tracing | None = None) -> func.FunctionApp | func.AsgiFunctionApp:
     roles = roles_from(env)
+    tracing = tracing if tracing is not None else Tracing.from_env(env)
     app: func.FunctionApp | func.AsgiFunctionApp
     if "extractor" in roles:
         from extract_fn.app import create_app
         from extract_fn.settings import Settings
 
-        asgi = create_app(Settings.from_env(env))
+        asgi = create_app(Settings.from_env(env), tracing=tracing)
         # The bearer token (EXTRACTOR_TOKENS) is the extractor's authentication, as the contract says.
         app = func.AsgiFunctionApp(app=asgi, http_auth_level=func.AuthLevel.ANONYMOUS)
     else:
         app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
     if "orchestration" in roles:
-        deps = LazyDeps.from_env(env)
+        deps = LazyDeps.from_env(env, tracing=tracing)
         app.register_functions(submit_fn.function.blueprint(deps))
         app.register_functions(poll_fn.function.blueprint(deps))
     return app

@@ -64,9 +64,11 @@ def serve(host: str, port: int, log_level: str) -> int:
         return _fail(f"refusing to start: {exc}")
     from extract_fn.app import create_app
     from extract_fn.server import build_server
+    from shared.tracing import Tracing
 
     try:
-        server = build_server(create_app(settings), settings, host=host, port=port, log_level=log_level)
+        app = create_app(settings, tracing=Tracing.from_env(os.environ))  # traced when App Insights is configured
+        server = build_server(app, settings, host=host, port=port, log_level=log_level)
     except SettingsError as exc:
         return _fail(f"refusing to start: {exc}")
     server.run()

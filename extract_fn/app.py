@@ -37,6 +37,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl
 
 import orjson
+from opentelemetry.trace import SpanKind
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -50,7 +51,8 @@ from extract_fn.buffering import BufferBudget, Upload
 from extract_fn.service import MAX_PARAMETERS, ExtractorService, error_body
 from extract_fn.settings import Settings
 from extract_fn.workers import PoolUnavailable, SpooledReply, WorkerPool
-from shared.contract import ERROR_STATUS, ErrorCode, ExtractionError
+from shared.contract import ERROR_STATUS, FORMATS, ErrorCode, ExtractionError
+from shared.tracing import TRACEPARENT, Tracing, fail, set_attributes
 
 log = logging.getLogger("extract_fn")
 
@@ -325,6 +327,47 @@ def _artifact_response(raw: bytes | SpooledReply) -> Response:
 
 
 async def extract(request: Request) -> Response:
+    tracing: Tracing = request.app.state.tracing
+    # Continue the caller's trace (the LOOM client sends the job's traceparent); facts only, never the body or token.
+    with tracing.span(
+        "loom.extractor.extract",
+        traceparent=request.headers.get(TRACEPARENT),
+        kind=SpanKind.SERVER,
+        attributes={
+            "loom.file.format": _known_format(request),
+            "http.request.body.size": _int_or_none(request.headers.get("content-length")),
+        },
+    ) as span:
+        response = await _extract_answer(request)
+        set_attributes(
+            span,
+            {
+                "http.response.status_code": response.status_code,
+                "http.response.body.size": _int_or_none(response.headers.get("content-length")),
+            },
+        )
+        if response.status_code >= 400:
+            fail(span, f"HTTP {response.status_code}")
+        return response
+
+
+def _known_format(request: Request) -> str | None:
+    """The asked format if it is one of the contract's (a caller's other text is not recorded)."""
+    try:
+        items = _query_items(request.scope.get("query_string", b""))
+    except ExtractionError:
+        return None
+    for key, value in items:
+        if key == "format":
+            return value if value in FORMATS else "other"
+    return None
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
+async def _extract_answer(request: Request) -> Response:
     response, body_read = await _extract(request)
     if not body_read and _declares_body(request):
         # Answered before the body was read: the rest of it is never read, so the connection cannot carry another
@@ -394,12 +437,14 @@ def create_app(
     *,
     extractors: Mapping[str, str] | None = None,
     pool: WorkerPool | None = None,
+    tracing: Tracing | None = None,
 ) -> Starlette:
     """The ASGI app. ``settings`` default to ``Settings.from_env()``; they must name at least one token.
 
     ``extractors`` (format -> "module:function") defaults to every format module in this deployment; ``pool`` to a
     pool the app owns (started at lifespan startup or first use, closed at lifespan shutdown). A pool passed in is
-    the caller's to close.
+    the caller's to close. ``tracing``: each extract request is a server span continuing the caller's
+    ``traceparent`` (off by default; the adapters pass ``Tracing.from_env``).
     """
     settings = settings if settings is not None else Settings.from_env()
     settings.require_tokens()
@@ -429,6 +474,7 @@ def create_app(
     )
     app.router.redirect_slashes = False  # /v1/extract/ is a 404, not a redirect (a server reads 3xx as unavailable)
     app.state.service = service
+    app.state.tracing = tracing or Tracing.off()
     app.state.budget = BufferBudget(settings.buffer_bytes)
     return app
 

@@ -154,6 +154,9 @@ var hostSettings = {
   AzureWebJobsStorage__tableServiceUri: storage.outputs.hostTableEndpoint
   APPLICATIONINSIGHTS_CONNECTION_STRING: monitoring.outputs.appInsightsConnectionString
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${clientId};Authorization=AAD'
+  // host.json's telemetryMode OpenTelemetry: the Python worker configures the Azure Monitor distro and streams its
+  // traces and logs itself (docs/orchestration.md, "Tracing").
+  PYTHON_APPLICATIONINSIGHTS_ENABLE_TELEMETRY: 'true'
   AZURE_CLIENT_ID: clientId
 }
 

@@ -14,6 +14,7 @@ import pytest
 import extract_fn.settings as extractor_settings
 import shared.loom.settings as loom_settings
 import shared.orchestration.settings as orchestration_settings
+import shared.tracing as tracing
 import shared.version as version
 from shared.settings_spec import Problem, Setting, SettingsError, declared, read, read_all
 from tests.conftest import ROOT
@@ -131,6 +132,7 @@ DOCS: list[tuple[str, tuple[Setting[Any], ...], list[Path]]] = [
     ("extractor", extractor_settings.DECLARATIONS, [ROOT / "docs/extractor.md"]),
     ("loom", loom_settings.DECLARATIONS, [ROOT / "docs/loom-client.md"]),
     ("orchestration", orchestration_settings.DECLARATIONS, [ROOT / "docs/orchestration.md"]),
+    ("tracing", tracing.DECLARATIONS, [ROOT / "docs/orchestration.md", ROOT / "README.md"]),
 ]
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import orjson
+from opentelemetry.trace import SpanKind
 from pydantic import SecretStr, ValidationError
 
 from shared.artifact import InvalidArtifact, validate_artifact
@@ -50,6 +51,7 @@ from shared.loom.settings import (
     normalize_url,
 )
 from shared.outbound import Allowlist, Answer, Bearer, Outbound, OutboundFailed, OutboundRefused, host_entry
+from shared.tracing import Attributes, Tracing, fail, set_attributes, url_origin
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +145,8 @@ class LoomClient:
     ``outbound`` is the transport (its address policy; the default refuses http and loopback), ``registration_hosts``
     where a URL that the settings do not route to may point (default: nowhere); ``clock`` is the monotonic clock the
     capabilities cache is timed by (tests inject a fake one; the whole-call deadline always runs on real time).
+    ``tracing``: each extract call is a ``loom.extract`` client span whose context goes with the request
+    (``traceparent``), so the extractor service continues the job's trace.
     """
 
     def __init__(
@@ -152,8 +156,10 @@ class LoomClient:
         clock: Callable[[], float] = time.monotonic,
         outbound: Outbound | None = None,
         registration_hosts: Allowlist | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.settings = settings
+        self.tracing = tracing or Tracing.off()
         self._outbound = outbound if outbound is not None else Outbound()
         extra = registration_hosts or Allowlist((), f"{ENV_URL} or {ENV_ROUTES}", "extractor")
         self._allowed = extra.plus(host_entry(url) for url in sorted(settings.service_urls()))
@@ -362,6 +368,35 @@ class LoomClient:
                 return MAX_ERROR_BODY_BYTES
             return 0
 
+        attributes: Attributes = {
+            "loom.file.format": plan.format,
+            "loom.file.size_bytes": plan.size,
+            "server.address": url_origin(url),
+        }
+        with self.tracing.span("loom.extract", kind=SpanKind.CLIENT, attributes=attributes) as span:
+            res, status = self._post(plan, data, body_limit)
+            set_attributes(
+                span,
+                {
+                    "loom.outcome": res.verdict.value,
+                    "loom.error.code": res.code,
+                    "http.response.status_code": status,
+                    "loom.artifact.size_bytes": len(res.artifact_json) if res.artifact_json is not None else None,
+                },
+            )
+            if not res.ok:
+                fail(span, res.code or res.verdict.value)
+        level = logging.INFO if res.ok else logging.WARNING
+        log.log(
+            level, "loom extract %s (%d bytes) at %s: %s %s", plan.format, plan.size, url, res.verdict.value, res.code
+        )
+        return res
+
+    def _post(
+        self, plan: LoomPlan, data: bytes, body_limit: Callable[[int, Mapping[str, str]], int]
+    ) -> tuple[LoomResult, int | None]:
+        """The extract request (with the current trace context) and its classified answer, with its HTTP status."""
+        url = plan.base_url
         try:
             answer = self._outbound.fetch(
                 "POST",
@@ -373,24 +408,18 @@ class LoomClient:
                     "Content-Type": "application/octet-stream",
                     "Accept": "application/json",
                     "User-Agent": _USER_AGENT,
+                    **self.tracing.headers(),
                 },
                 bearer=Bearer.for_url(plan.token.get_secret_value() if plan.token else None, url),
                 timeout_s=self.settings.timeout_s,
                 body_limit=body_limit,
             )
         except OutboundRefused as exc:
-            res = LoomResult(Verdict.REFUSED, OUTBOUND_REFUSED, _scrub(exc.reason, plan.secrets), None, url)
+            return LoomResult(Verdict.REFUSED, OUTBOUND_REFUSED, _scrub(exc.reason, plan.secrets), None, url), None
         except OutboundFailed as exc:
-            res = LoomResult(
-                Verdict.UNAVAILABLE, None, _scrub(f"{url}/v1/extract: {exc.reason}", plan.secrets), None, url
-            )
-        else:
-            res = self._classify(answer, plan)
-        level = logging.INFO if res.ok else logging.WARNING
-        log.log(
-            level, "loom extract %s (%d bytes) at %s: %s %s", plan.format, plan.size, url, res.verdict.value, res.code
-        )
-        return res
+            message = _scrub(f"{url}/v1/extract: {exc.reason}", plan.secrets)
+            return LoomResult(Verdict.UNAVAILABLE, None, message, None, url), None
+        return self._classify(answer, plan), answer.status
 
     def _secrets(self, token: str | SecretStr | None) -> list[str]:
         secrets = list(self.settings.secrets())

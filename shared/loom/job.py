@@ -45,6 +45,7 @@ from shared.orchestration.registration import ExtractorConfig, extractor_allowli
 from shared.orchestration.results import store_result_document
 from shared.orchestration.settings import OrchestrationSettings
 from shared.outbound import Outbound
+from shared.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +101,15 @@ class BlobOriginal:
         return bytes(self._call("downloading", lambda: self._blob.download_blob().readall()))
 
 
-def build_loom_client(settings: OrchestrationSettings, outbound: Outbound | None = None) -> LoomClient:
+def build_loom_client(
+    settings: OrchestrationSettings, outbound: Outbound | None = None, tracing: Tracing | None = None
+) -> LoomClient:
     """A LOOM client for these settings (raises ``LoomSettingsError`` while a LOOM setting is wrong)."""
     return LoomClient(
         load_loom_settings(settings.env),
         outbound=outbound or settings.outbound(),
         registration_hosts=extractor_allowlist(settings),
+        tracing=tracing,
     )
 
 
@@ -119,9 +123,10 @@ class LoomExtractorClient:
     kind: Final = ExtractorType.LOOM
     submits: Final = False
 
-    def __init__(self, settings: OrchestrationSettings, outbound: Outbound) -> None:
+    def __init__(self, settings: OrchestrationSettings, outbound: Outbound, *, tracing: Tracing | None = None) -> None:
         self.settings = settings
         self.outbound = outbound
+        self.tracing = tracing
         self._client: LoomClient | None = None
         self._lock = threading.Lock()
 
@@ -129,7 +134,7 @@ class LoomExtractorClient:
         """The LOOM client, made once (raises ``LoomSettingsError`` while a setting is wrong)."""
         with self._lock:
             if self._client is None:
-                self._client = build_loom_client(self.settings, self.outbound)
+                self._client = build_loom_client(self.settings, self.outbound, self.tracing)
             return self._client
 
     def submit(self, job: Job, config: ExtractorConfig) -> Submitted:

@@ -29,6 +29,7 @@ from shared.orchestration.settings import OrchestrationSettings
 from shared.orchestration.status import StatusPublisher, build_publisher
 from shared.orchestration.storage import blob_service, queue_service, table_service
 from shared.outbound import Outbound
+from shared.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +59,17 @@ def ensure_resources(settings: OrchestrationSettings) -> None:
 
 
 def build_extractors(
-    settings: OrchestrationSettings, outbound: Outbound, *, sleep: Callable[[float], None] = time.sleep
+    settings: OrchestrationSettings,
+    outbound: Outbound,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    tracing: Tracing | None = None,
 ) -> dict[ExtractorType, ExtractorClient]:
-    """One client per extractor kind, all on the same outbound transport."""
+    """One client per extractor kind, all on the same outbound transport (LOOM's extract call is spanned)."""
     clients: tuple[ExtractorClient, ...] = (
         DocsaiClient(settings, outbound, sleep=sleep),
         DbricksClient(settings, outbound, sleep=sleep),
-        LoomExtractorClient(settings, outbound),
+        LoomExtractorClient(settings, outbound, tracing=tracing),
     )
     wired = {client.kind: client for client in clients}
     missing = set(ExtractorType) - set(wired)
@@ -81,10 +86,13 @@ def build_deps(
     sleep: Callable[[float], None] = time.sleep,
     ensure: bool = True,
     extractors: Mapping[ExtractorType, ExtractorClient] | None = None,
+    tracing: Tracing | None = None,
 ) -> Deps:
-    """Everything the handlers run on, from ``settings`` (``publisher``, ``extractors``: given parts instead)."""
+    """Everything the handlers run on, from ``settings`` (``publisher``, ``extractors``: given parts instead;
+    ``tracing``: the spans' tracer, off by default)."""
     if ensure:
         ensure_resources(settings)
+    tracing = tracing or Tracing.off()
     outbound = settings.outbound()  # the one transport of every outbound call the orchestration makes
     return Deps(
         settings=settings,
@@ -92,9 +100,14 @@ def build_deps(
         poll_queue=queue_service(settings).get_queue_client(settings.poll_queue),
         publisher=publisher or build_publisher(settings),
         registration=RegistrationResolver(settings, sleep=sleep, outbound=outbound),
-        extractors=dict(extractors) if extractors is not None else build_extractors(settings, outbound, sleep=sleep),
+        extractors=(
+            dict(extractors)
+            if extractors is not None
+            else build_extractors(settings, outbound, sleep=sleep, tracing=tracing)
+        ),
         clock=clock,
         sleep=sleep,
+        tracing=tracing,
     )
 
 
@@ -110,8 +123,8 @@ class LazyDeps:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> LazyDeps:
-        return cls(lambda: build_deps(OrchestrationSettings.from_env(env)))
+    def from_env(cls, env: Mapping[str, str], *, tracing: Tracing | None = None) -> LazyDeps:
+        return cls(lambda: build_deps(OrchestrationSettings.from_env(env), tracing=tracing))
 
     @property
     def built(self) -> bool:

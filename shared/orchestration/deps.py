@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.orchestration.extractor_client import ExtractorClient
@@ -19,6 +19,7 @@ from shared.orchestration.registration import RegistrationResolver
 from shared.orchestration.settings import OrchestrationSettings
 from shared.orchestration.status import StatusPublisher
 from shared.orchestration.storage_protocols import MessageQueue
+from shared.tracing import Tracing
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Deps:
     extractors: Mapping[ExtractorType, ExtractorClient]
     clock: Callable[[], datetime] = utcnow
     sleep: Callable[[float], None] = time.sleep
+    tracing: Tracing = field(default_factory=Tracing.off)
 
     def now(self) -> datetime:
         return self.clock()

@@ -6,7 +6,8 @@ Table ``jobs`` (``JOBS_TABLE``) holds three kinds of entity:
 PartitionKey           RowKey              what
 =====================  ==================  =====================================================================
 ``<jobId>``            ``job``             the job: ids, source file, state, extractor config, run id, attempt,
-                                           next poll time, lease, reason, result, last event sequence
+                                           next poll time, lease, reason, result, last event sequence, the
+                                           trace context (``TraceParent``; absent on jobs made without tracing)
 ``<jobId>``            ``evt-<seq:010d>``  the outbox: a status event not yet published (deleted once published)
 ``active``             ``<jobId>``         the index of jobs that need attention: not terminal, or terminal with
                                            events still in the outbox (deleted when neither holds)
@@ -114,6 +115,7 @@ class Job:
     result_failures: int = 0
     reschedules: int = 0
     sequence: int = 0  # the last status event sequence number given out
+    trace_parent: str | None = None  # the job's trace context (W3C traceparent of its accept span; shared.tracing)
     etag: str | None = field(default=None, compare=False)
 
     @property
@@ -197,6 +199,7 @@ def _to_entity(job: Job) -> dict[str, Any]:
         "ResultFailures": job.result_failures,
         "Reschedules": job.reschedules,
         "Sequence": job.sequence,
+        "TraceParent": job.trace_parent,
     }
     return {k: v for k, v in e.items() if v is not None}
 
@@ -243,6 +246,7 @@ def _from_entity(e: Any) -> Job:
         result_failures=int(e.get("ResultFailures") or 0),
         reschedules=int(e.get("Reschedules") or 0),
         sequence=int(e.get("Sequence") or 0),
+        trace_parent=e.get("TraceParent"),
         etag=e.metadata.get("etag") if hasattr(e, "metadata") else None,
     )
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
+from opentelemetry.trace import SpanKind
+
 from shared.orchestration.jobs import (
     TX_LIMIT,
     Change,
@@ -43,8 +45,11 @@ from shared.orchestration.jobs import (
     PendingEvent,
 )
 from shared.orchestration.status import StatusEvent, StatusPublisher
+from shared.tracing import Tracing, fail
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from shared.orchestration.deps import Deps
 
 log = logging.getLogger(__name__)
@@ -86,11 +91,13 @@ class JobHandle:
         job_id: str,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        tracing: Tracing | None = None,
     ) -> None:
         self.store = store
         self.publisher = publisher
         self.job_id = job_id
         self.sleep = sleep
+        self.tracing = tracing or Tracing.off()
         self.job: Job | None = None
         self.known = False  # the job and outbox are known (read, or written by this handle since)
         self.published = 0  # events this handle published
@@ -99,7 +106,7 @@ class JobHandle:
 
     @classmethod
     def of(cls, deps: Deps, job_id: str) -> JobHandle:
-        return cls(deps.store, deps.publisher, job_id)
+        return cls(deps.store, deps.publisher, job_id, tracing=deps.tracing)
 
     # -- reading -------------------------------------------------------------------------------------------------
     def load(self) -> Job | None:
@@ -194,9 +201,14 @@ class JobHandle:
         if not claimed:
             return 0
         events = [e.event for e in claimed]
+        spans = [self._event_span(ev) for ev in events]  # one per status event, in the job's trace
         try:
             self.publisher.publish(self.job_id, events)
         except Exception as exc:  # any publisher failure: keep the events for a later attempt
+            for span in spans:
+                span.set_attribute("loom.outcome", "kept")
+                fail(span, type(exc).__name__)
+                span.end()
             log.warning(
                 "job %s: publishing %d status event(s) failed (%s); kept in the outbox",
                 self.job_id,
@@ -214,8 +226,27 @@ class JobHandle:
             return 0
         for e in claimed:
             e.state = _State.PUBLISHED
+        for span in spans:
+            span.set_attribute("loom.outcome", "published")
+            span.end()
         self.published += len(events)
         return len(events)
+
+    def _event_span(self, event: StatusEvent) -> Span:
+        return self.tracing.start(
+            "loom.status_event",
+            job_id=self.job_id,
+            traceparent=self.job.trace_parent if self.job is not None else None,
+            kind=SpanKind.PRODUCER,
+            attributes={
+                "loom.event.type": str(event.event_type),
+                "loom.event.status": str(event.status),
+                "loom.event.sequence": event.sequence,
+                "loom.attempt": event.attempt,
+                "loom.client_application.id": event.client_application_id,
+                "loom.extractor.type": str(event.extractor_type) if event.extractor_type is not None else None,
+            },
+        )
 
     def settle(self, *, wait: bool = True) -> bool:
         """End this run's work on the job: publish what it may, delete what it published, and drop the job from the

@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Final
 
+from opentelemetry.trace import SpanKind
+
 from shared.orchestration.backoff import delay_ms, resolve_tracking, stop_reason
 from shared.orchestration.deps import Deps
 from shared.orchestration.extractor_client import StoredResult
@@ -35,6 +37,7 @@ from shared.orchestration.outcomes import PollOutcome, PollStatus
 from shared.orchestration.results import ResultError
 from shared.orchestration.scheduling import PollMessage, PollMessageError, enqueue_poll
 from shared.orchestration.status import EventType, JobStatus
+from shared.tracing import fail, set_attributes
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +71,31 @@ def handle_poll_message(body: bytes | str, deps: Deps) -> PollResult:
         log.warning("dropping a malformed poll message: %s", exc)
         return PollResult(Action.DROPPED, reason=str(exc))
     handle = JobHandle.of(deps, msg.job_id)
-    claim = claim_attempt(msg, deps, handle=handle)
-    if isinstance(claim, PollResult):
-        return claim
-    return complete_attempt(claim, poll_once(claim, deps), deps, handle=handle)
+    traceparent = msg.traceparent
+    if traceparent is None and deps.tracing.enabled:
+        # An older message (or one sent with tracing off): the job row may hold the trace. The claim below writes
+        # through this read, so it costs no extra storage transaction.
+        job = handle.load()
+        traceparent = job.trace_parent if job is not None else None
+    with deps.tracing.span(
+        "loom.poll",
+        job_id=msg.job_id,
+        traceparent=traceparent,
+        kind=SpanKind.CONSUMER,
+        attributes={"loom.attempt": msg.attempt},
+    ) as span:
+        claim = claim_attempt(msg, deps, handle=handle)
+        if isinstance(claim, PollResult):
+            result = claim
+        else:
+            span.set_attribute("loom.extractor.type", str(claim.extractor_type))
+            span.set_attribute("loom.client_application.id", claim.client_application_id)
+            result = complete_attempt(claim, poll_once(claim, deps), deps, handle=handle)
+        set_attributes(
+            span,
+            {"loom.outcome": result.action, "loom.job.state": result.state, "loom.next_delay_ms": result.next_delay_ms},
+        )
+        return result
 
 
 def claim_attempt(msg: PollMessage, deps: Deps, *, handle: JobHandle | None = None) -> Job | PollResult:
@@ -111,12 +135,12 @@ def claim_attempt(msg: PollMessage, deps: Deps, *, handle: JobHandle | None = No
     if action == Action.EARLY:
         assert job.next_poll_at is not None
         remaining = _ms(job.next_poll_at - now)
-        enqueue_poll(deps.poll_queue, job.job_id, msg.attempt, remaining)
+        enqueue_poll(deps.poll_queue, job.job_id, msg.attempt, remaining, traceparent=job.trace_parent)
         return PollResult(Action.EARLY, job.job_id, msg.attempt, str(job.state), next_delay_ms=int(remaining))
     if action == Action.BUSY:
         assert job.lease_until is not None
         remaining = _ms(job.lease_until - now)
-        enqueue_poll(deps.poll_queue, job.job_id, msg.attempt, remaining)
+        enqueue_poll(deps.poll_queue, job.job_id, msg.attempt, remaining, traceparent=job.trace_parent)
         return PollResult(Action.BUSY, job.job_id, msg.attempt, str(job.state), next_delay_ms=int(remaining))
     handle.settle()  # finish publishing if an earlier run could not (and unindex a finished job)
     reason = f"job is {job.state}, expecting attempt {job.attempt}"
@@ -144,6 +168,28 @@ def poll_once(job: Job, deps: Deps) -> PollOutcome | ResultError:
     return outcome
 
 
+def _store_result_spanned(job: Job, outcome: PollOutcome, deps: Deps) -> StoredResult:
+    """``_store_result`` in a ``loom.result`` span: sizes and the outcome, never the result or its URLs."""
+    with deps.tracing.span(
+        "loom.result",
+        job_id=job.job_id,
+        traceparent=job.trace_parent,
+        attributes={
+            "loom.extractor.type": str(job.extractor_type),
+            "loom.result.size_bytes": len(outcome.result) if outcome.result is not None else None,
+            "loom.result.url_count": len(outcome.result_urls),
+        },
+    ) as span:
+        try:
+            stored = _store_result(job, outcome, deps)
+        except ResultError as exc:
+            span.set_attribute("loom.outcome", "failed" if exc.permanent else "retry")
+            fail(span, "result_error")
+            raise
+        span.set_attribute("loom.outcome", "stored")
+        return stored
+
+
 def complete_attempt(
     job: Job, outcome: PollOutcome | ResultError, deps: Deps, *, handle: JobHandle | None = None
 ) -> PollResult:
@@ -154,7 +200,7 @@ def complete_attempt(
     h = handle if handle is not None and handle.job_id == job.job_id else JobHandle.of(deps, job.job_id)
     if isinstance(outcome, PollOutcome) and outcome.status == PollStatus.SUCCEEDED:
         try:
-            stored = _store_result(job, outcome, deps)
+            stored = _store_result_spanned(job, outcome, deps)
         except ResultError as exc:
             outcome_or_error: PollOutcome | ResultError = exc
         else:
@@ -258,7 +304,7 @@ def _reschedule(job: Job, reason: str | None, deps: Deps, handle: JobHandle, *, 
     stored, changed = _guarded(job, handle, change)
     handle.settle()  # published and cleared before the next attempt can start
     if changed:
-        enqueue_poll(deps.poll_queue, job.job_id, next_attempt, delay)
+        enqueue_poll(deps.poll_queue, job.job_id, next_attempt, delay, traceparent=job.trace_parent)
     if not changed:
         return _lost(job, stored)
     return PollResult(Action.RESCHEDULED, job.job_id, job.attempt, str(JobState.POLLING), reason, next_delay_ms=delay)

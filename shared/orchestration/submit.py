@@ -23,6 +23,7 @@ the extractor twice when an answer is lost; both requests carry the same job id.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import uuid
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from datetime import timedelta
 from typing import Final
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
+from opentelemetry.trace import SpanKind
 
 from shared.orchestration.backoff import delay_ms, resolve_tracking
 from shared.orchestration.deps import Deps
@@ -43,6 +45,7 @@ from shared.orchestration.registration import ExtractorConfig, NoUsableExtractor
 from shared.orchestration.scheduling import enqueue_poll
 from shared.orchestration.status import JobStatus
 from shared.orchestration.storage import blob_service
+from shared.tracing import fail, set_attributes
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +99,11 @@ def handle_accepted_events(bodies: Sequence[bytes], deps: Deps, *, park_errors: 
         return BatchResult([])
     workers = max(1, min(len(bodies), deps.settings.submit_concurrency))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="submit") as pool:
+        # Each event in a copy of the caller's context: its accept span links to the invocation's span, if any.
         futures = [
-            pool.submit(handle_accepted_event, body, deps, index=i, park_errors=park_errors)
+            pool.submit(
+                contextvars.copy_context().run, handle_accepted_event, body, deps, index=i, park_errors=park_errors
+            )
             for i, body in enumerate(bodies)
         ]
         return BatchResult([f.result() for f in futures])
@@ -144,8 +150,34 @@ def accept_event(event: AcceptedFileEvent, deps: Deps) -> tuple[Job, bool]:
     The job is created without reading first (a redelivery finds out from the create-if-absent transaction, then
     reads the job once). A LOOM job is created ``Polling`` for attempt 1, with its Queued and Started events, in that
     one transaction: it has nothing to be submitted, so its first poll message follows the creation at once.
+
+    The ``loom.accept`` span starts the job's trace; its context is stored with the job (``trace_parent``) and sent
+    with every poll message. (A redelivery of an existing job's event makes a short trace of its own.)
     """
+    from shared.loom.job import detect_format
+
     job_id = event.job_id()
+    attributes = {
+        "loom.client_application.id": event.client_application_id,
+        "loom.file.id": event.file_id,
+        "loom.file.content_type": event.content_type,
+        "loom.file.format": detect_format(event.content_type, [n for n in (event.file_name, event.file_path) if n]),
+        "loom.file.size_bytes": event.size_bytes,
+    }
+    with deps.tracing.span("loom.accept", job_id=job_id, kind=SpanKind.CONSUMER, attributes=attributes) as span:
+        job, created = _accept(event, job_id, deps)
+        set_attributes(
+            span,
+            {
+                "loom.outcome": Outcome.CREATED if created else Outcome.DUPLICATE,
+                "loom.job.state": str(job.state),
+                "loom.extractor.type": str(job.extractor_type) if job.extractor_type is not None else None,
+            },
+        )
+        return job, created
+
+
+def _accept(event: AcceptedFileEvent, job_id: str, deps: Deps) -> tuple[Job, bool]:
     handle = JobHandle.of(deps, job_id)
     now = deps.now()
     job = Job(
@@ -161,6 +193,7 @@ def accept_event(event: AcceptedFileEvent, deps: Deps) -> tuple[Job, bool]:
         file_name=event.file_name,
         content_type=event.content_type,
         size_bytes=event.size_bytes,
+        trace_parent=deps.tracing.traceparent(),
     )
     drafts = [EventDraft(JobStatus.QUEUED)]
     try:
@@ -186,7 +219,7 @@ def accept_event(event: AcceptedFileEvent, deps: Deps) -> tuple[Job, bool]:
         return advance_job(job_id, deps, handle=handle) or stored, True
     handle.settle()  # delete the published events (and unindex a job that failed at once)
     if stored.state == JobState.POLLING:  # LOOM: after the events, so the first poll finds a clean outbox
-        enqueue_poll(deps.poll_queue, job_id, stored.attempt, 0)
+        enqueue_poll(deps.poll_queue, job_id, stored.attempt, 0, traceparent=stored.trace_parent)
     return stored, True
 
 
@@ -240,7 +273,7 @@ def start_polling(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -
     job, changed = handle.mutate(decide)
     handle.settle()
     if changed and job is not None:
-        enqueue_poll(deps.poll_queue, job_id, 1, 0)
+        enqueue_poll(deps.poll_queue, job_id, 1, 0, traceparent=job.trace_parent)
     return job
 
 
@@ -311,7 +344,7 @@ def record_submission(
     job, changed = handle.mutate(decide)
     handle.settle()  # published and cleared before the first poll can start
     if changed and job is not None and job.state == JobState.POLLING:
-        enqueue_poll(deps.poll_queue, job_id, 1, scheduled[0])
+        enqueue_poll(deps.poll_queue, job_id, 1, scheduled[0], traceparent=job.trace_parent)
     return job
 
 
@@ -323,13 +356,32 @@ def submit_job(job_id: str, deps: Deps, *, handle: JobHandle | None = None) -> J
     assert claimed.lease_id is not None
     config = claimed.config()
     client = deps.extractor(config.extractor_type)
-    try:
-        if client is None:
-            raise SubmissionError(f"no extractor client for extractor type {str(config.extractor_type)!r}")
-        submitted = client.submit(claimed, config)
-    except SubmissionError as exc:
-        return fail_job(
-            job_id, exc.reason, deps, only_states=(JobState.SUBMITTING,), lease_id=claimed.lease_id, handle=handle
+    kind = str(config.extractor_type)
+    with deps.tracing.span(
+        "loom.submit",
+        job_id=job_id,
+        traceparent=claimed.trace_parent,
+        kind=SpanKind.CLIENT,
+        attributes={"loom.extractor.type": kind, "loom.client_application.id": claimed.client_application_id},
+    ) as span:
+        try:
+            if client is None:
+                raise SubmissionError(f"no extractor client for extractor type {kind!r}")
+            submitted = client.submit(claimed, config)
+        except SubmissionError as exc:
+            span.set_attribute("loom.outcome", "refused")
+            fail(span, "submission_refused")
+            return fail_job(
+                job_id, exc.reason, deps, only_states=(JobState.SUBMITTING,), lease_id=claimed.lease_id, handle=handle
+            )
+        set_attributes(
+            span,
+            {
+                "loom.outcome": "submitted",
+                "loom.run.id": submitted.run_id,
+                "http.response.status_code": submitted.status_code,
+                "loom.submit.attempts": submitted.attempts,
+            },
         )
     return record_submission(job_id, claimed.lease_id, submitted.run_id, deps, handle=handle)
 

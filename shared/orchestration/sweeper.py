@@ -118,6 +118,6 @@ def reschedule_lost(job: Job, deps: Deps, *, handle: JobHandle | None = None) ->
     stored, changed = handle.mutate(decide)
     handle.settle()
     if changed and stored is not None:
-        enqueue_poll(deps.poll_queue, job.job_id, stored.attempt, 0)
+        enqueue_poll(deps.poll_queue, job.job_id, stored.attempt, 0, traceparent=stored.trace_parent)
         log.warning("sweeper: job %s: poll message for attempt %d was lost; re-enqueued", job.job_id, stored.attempt)
     return changed
