@@ -33,6 +33,13 @@ param extractorWorkers int = 2
 param extractorWorkerMemoryMB int = 1536
 @description('Wall-clock limit of one extraction, in seconds.')
 param extractorTimeoutS int = 60
+@description('The extractor\'s container image (the Dockerfile) to run on Azure Container Apps as well (modules/containerapp.bicep); empty: none.')
+param extractorContainerImage string = ''
+@description('Registry server the image is pulled from with the app identity (e.g. myregistry.azurecr.io; grant the identity AcrPull); empty: a public image.')
+param extractorContainerRegistry string = ''
+@minValue(1)
+@maxValue(30)
+param extractorContainerMaxReplicas int = 10
 
 @minValue(1)
 @maxValue(32)
@@ -170,13 +177,15 @@ var hostSettings = {
 }
 
 // The extractor service (extract_fn/settings.py).
+var extractorMaxBytes = '67108864'
+var extractorMaxOutputBytes = '268435456'
 var extractorSettings = {
   EXTRACTOR_TOKENS: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/extractor-tokens/)'
-  EXTRACTOR_MAX_BYTES: '67108864'
+  EXTRACTOR_MAX_BYTES: extractorMaxBytes
   EXTRACTOR_TIMEOUT_S: string(extractorTimeoutS)
   EXTRACTOR_WORKERS: string(extractorWorkers)
   EXTRACTOR_MEMORY_LIMIT_MB: string(extractorWorkerMemoryMB)
-  EXTRACTOR_MAX_OUTPUT_BYTES: '268435456'
+  EXTRACTOR_MAX_OUTPUT_BYTES: extractorMaxOutputBytes
 }
 
 // The orchestration (shared/orchestration/settings.py, shared/loom/settings.py).
@@ -290,6 +299,29 @@ module orchestrationApp 'modules/functionapp.bicep' = if (deploymentMode == 'spl
   }
 }
 
+// Optionally, the extractor as a container on Azure Container Apps: same identity, same Key Vault token, same limits.
+module extractorContainer 'modules/containerapp.bicep' = if (!empty(extractorContainerImage)) {
+  name: 'extractor-container'
+  dependsOn: [roles]
+  params: {
+    location: location
+    name: 'ca-${namePrefix}-x-${take(uniqueString(resourceGroup().id, namePrefix), 8)}'
+    tags: allTags
+    identityId: identity.outputs.id
+    identityClientId: clientId
+    image: extractorContainerImage
+    registryServer: extractorContainerRegistry
+    keyVaultUri: kvUri
+    logAnalyticsWorkspaceName: monitoring.outputs.workspaceName
+    workers: extractorWorkers
+    workerMemoryMB: extractorWorkerMemoryMB
+    timeoutS: extractorTimeoutS
+    maxBytes: extractorMaxBytes
+    maxOutputBytes: extractorMaxOutputBytes
+    maxReplicas: extractorContainerMaxReplicas
+  }
+}
+
 // The deploying user's data-plane roles (azd passes AZURE_PRINCIPAL_ID): set the secrets, send a test file, read
 // results, debug locally against these resources.
 module userRoles 'modules/user-roles.bicep' = if (!empty(principalId)) {
@@ -324,3 +356,4 @@ output AZURE_IDENTITY_CLIENT_ID string = clientId
 output AZURE_FUNCTION_APP_NAME string = apiAppName
 output AZURE_ORCHESTRATION_APP_NAME string = orchestrationAppName
 output EXTRACTOR_URL string = 'https://${apiAppName}.azurewebsites.net'
+output EXTRACTOR_CONTAINER_URL string = empty(extractorContainerImage) ? '' : extractorContainer.outputs.url
