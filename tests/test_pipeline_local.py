@@ -372,3 +372,37 @@ def test_a_hanging_extractor_holds_only_its_own_job(deps: Deps, extractor_url: s
         hanging.close()
         host.stop.set()
         runner.join(60)
+
+
+def test_devhost_result_reads_only_the_results_container(deps: Deps, extractor_url: str, corpus: Path) -> None:
+    import io
+    from dataclasses import replace
+
+    from devhost.results import NoResult, write_result
+    from shared.orchestration.storage import blob_url
+
+    host = LocalHost(deps)
+    job_id = accept_file(
+        corpus / "markdown/readme-sqlglot.md", "demo-app", deps, registration=registration(extractor_url)
+    )
+    drive(host, [job_id])
+    job = deps.store.get(job_id)
+    assert job is not None
+    out = io.BytesIO()
+    assert write_result(job, deps.settings, out) == len(out.getvalue()) > 0
+    # A job row naming another container (the accepted file itself) is refused, and nothing is read.
+    accepted = blob_url(deps.settings, deps.settings.accepted_container, f"demo-app/{job.file_id}/readme-sqlglot.md")
+    elsewhere = io.BytesIO()
+    with pytest.raises(NoResult, match="not in this account's results container"):
+        write_result(replace(job, result_location=accepted), deps.settings, elsewhere)
+    assert elsewhere.getvalue() == b""
+    # A DBRICKS-like job stores no result.json: its result blobs are listed instead.
+    dbricks = replace(job, result_location=None, result_urls=("/results/demo-app/f/j/part-0.json",))
+    with pytest.raises(NoResult, match=r"part-0\.json"):
+        write_result(dbricks, deps.settings, io.BytesIO())
+    # A result blob that has gone.
+    gone = replace(
+        job, result_location=blob_url(deps.settings, deps.settings.results_container, "demo-app/x/y/result.json")
+    )
+    with pytest.raises(NoResult, match="is gone"):
+        write_result(gone, deps.settings, io.BytesIO())
