@@ -131,6 +131,7 @@ def substitute(text: str, env: dict[str, str]) -> str:
 
 
 AZD_ENV = {"AZURE_ENV_NAME": "docxdev", "AZURE_LOCATION": "westeurope", "AZURE_PRINCIPAL_ID": "0000-user-object-id"}
+AZD_SETS = {*AZD_ENV, "AZURE_PRINCIPAL_TYPE", "AZURE_RESOURCE_GROUP"}  # variables azd itself keeps in the environment
 
 
 def test_main_parameters_read_the_azd_environment() -> None:
@@ -194,10 +195,16 @@ def test_the_outputs_are_named_as_azd_and_the_readme_read_them() -> None:
     assert all(re.fullmatch(r"[A-Z][A-Z0-9_]*", o) for o in outputs), outputs
     assert "AZURE_CLIENT_ID" not in outputs  # a local credential would take the app identity's id as its own
     readme = (ROOT / "README.md").read_text()
-    for used in (
-        set(re.findall(r"\$\{?(AZURE_[A-Z_]+|EXTRACTOR_URL)\b", readme)) - set(AZD_ENV) - {"AZURE_RESOURCE_GROUP"}
-    ):
+    for used in set(re.findall(r"\$\{?(AZURE_[A-Z_]+|EXTRACTOR_URL)\b", readme)) - AZD_SETS:
         assert used in outputs, f"README uses {used}, which main.bicep does not output"
+
+
+def test_the_readme_names_every_azd_variable_and_output() -> None:
+    readme = (ROOT / "README.md").read_text()
+    named = set(re.findall(r"`\$\{?([A-Z][A-Z0-9_]*)", readme)) | set(re.findall(r"`([A-Z][A-Z0-9_]*)`", readme))
+    variables = {m.group(1) for m in AZD_VARIABLE.finditer(PARAMETERS_TEXT)}
+    assert variables - named == set(), "main.parameters.json reads variables the README does not name"
+    assert bicep_outputs() - named == set(), "main.bicep has outputs the README does not name"
 
 
 def test_the_deploying_user_gets_data_plane_roles_only_when_named() -> None:
