@@ -1,4 +1,4 @@
-"""The local pipeline: ``python -m devhost run | accept | status | wait``.
+"""The local pipeline: ``python -m devhost run | accept | status | result | wait``.
 
 - ``run``: starts Azurite (127.0.0.1:10000-10002, data and pid file in .azurite/) and the extractor service
   (127.0.0.1:8790) unless they already listen, checks that what listens is an Azurite and this project's extractor
@@ -8,7 +8,9 @@
 - ``accept FILE --app APP_ID``: uploads FILE to the accepted-files container and emits its accepted-file event;
   prints the job id. An application listed in devhost/registration.local.json gets that registration inline
   (the demo application ``demo-app`` uses the local extractor service).
-- ``status JOB_ID [--json]``: the job, its status events in order, and where its result is.
+- ``status JOB_ID [--json]``: the job, its status events in order, and where its result is (container, blob, URL).
+- ``result JOB_ID [--out FILE]``: the stored result's bytes (the artifact JSON) on stdout, or written to FILE;
+  exit 1 when the job has none (not Succeeded, or a DBRICKS job: its result blobs are listed), 2 for no such job.
 - ``wait JOB_ID [--timeout S]``: returns when the job is terminal: exit 0 Succeeded, 1 Failed or Canceled,
   3 not terminal in time.
 """
@@ -309,10 +311,12 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
 def job_report(job_id: str, deps: Any) -> dict[str, Any] | None:
     from devhost.host import events_table, job_events
+    from devhost.results import result_place
 
     job = deps.store.get(job_id)
     if job is None:
         return None
+    place = result_place(job)
     return {
         "jobId": job.job_id,
         "status": str(job.state),
@@ -320,6 +324,8 @@ def job_report(job_id: str, deps: Any) -> dict[str, Any] | None:
         "extractorType": job.extractor_type,
         "attempt": job.attempt,
         "resultLocation": job.result_location,
+        "result": place.as_json() if place is not None else None,
+        "resultUrls": list(job.result_urls),
         "events": job_events(events_table(deps), job_id),
     }
 
@@ -335,7 +341,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     print(f"job {report['jobId']}: {report['status']}" + (f" ({report['reason']})" if report["reason"] else ""))
     print(f"  extractor: {report['extractorType']}, attempt {report['attempt']}")
-    print(f"  result: {report['resultLocation'] or '-'}")
+    place = report["result"]
+    if place is not None:
+        print(f"  result: container {place['container']!r}, blob {place['blob']!r} (account {place['account']})")
+        print(f"          {place['url']}")
+        print(f"          open it: python -m devhost result {report['jobId']} [--out FILE]")
+    else:
+        print("  result: -")
+    for url in report["resultUrls"]:
+        print(f"  result blob: {url}")
     print("  events:")
     for e in report["events"]:
         detail = e.get("reason") or e.get("resultLocation") or ""
@@ -361,6 +375,34 @@ def cmd_wait(args: argparse.Namespace) -> int:
         time.sleep(0.25)
 
 
+def cmd_result(args: argparse.Namespace) -> int:
+    from devhost.results import NoResult, write_result
+
+    _require_azurite()
+    deps = _deps()
+    job = deps.store.get(args.job_id)
+    if job is None:
+        print(f"no job {args.job_id}", file=sys.stderr)
+        return 2
+    try:
+        if args.out is None:
+            write_result(job, deps.settings, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            return 0
+        out = Path(args.out)
+        partial = out.with_name(out.name + ".partial")  # FILE appears whole or not at all
+        with partial.open("wb") as fh:
+            size = write_result(job, deps.settings, fh)
+        partial.replace(out)
+    except NoResult as exc:
+        if args.out is not None:
+            Path(args.out + ".partial").unlink(missing_ok=True)
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
+    print(f"wrote {size} bytes to {out}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("azure", "urllib3"):
@@ -378,11 +420,14 @@ def main(argv: list[str] | None = None) -> int:
     st = sub.add_parser("status", help="show a job, its events and its result")
     st.add_argument("job_id")
     st.add_argument("--json", action="store_true")
+    rs = sub.add_parser("result", help="print (or --out FILE: write) a job's stored result")
+    rs.add_argument("job_id")
+    rs.add_argument("--out", default=None, metavar="FILE", help="write the result to FILE instead of stdout")
     wt = sub.add_parser("wait", help="wait until a job is terminal")
     wt.add_argument("job_id")
     wt.add_argument("--timeout", type=float, default=120.0)
     args = ap.parse_args(argv)
-    handlers = {"run": cmd_run, "accept": cmd_accept, "status": cmd_status, "wait": cmd_wait}
+    handlers = {"run": cmd_run, "accept": cmd_accept, "status": cmd_status, "result": cmd_result, "wait": cmd_wait}
     return handlers[args.command](args)
 
 

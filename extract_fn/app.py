@@ -6,17 +6,19 @@
 - ``POST /v1/extract?format=&name=&encoding=&sql_dialect=`` with the original as the body: 200 with the artifact's
   JSON bytes, or 422 with ``{"error": {"code", "message"}}`` carrying a contract error code.
 
-Every request needs ``Authorization: Bearer <token>`` with one of ``EXTRACTOR_TOKENS``; a missing or wrong one is 401
-(``unauthorized``, with ``WWW-Authenticate: Bearer``), before routing. Unknown paths are 404 (``not_found``), wrong
-methods 405 (``method_not_allowed``; HEAD is allowed on capabilities, OPTIONS nowhere: no browser calls this API, so
-there is no CORS), both JSON. A body that cannot be the original as it is, a multipart or urlencoded form or one
-under a Content-Encoding, is 415 (``unsupported_media_type``); any other Content-Type is read as the file's bytes.
-A request with both Content-Length and Transfer-Encoding is 400 and its connection is closed (RFC 9112 6.1: the
-framing is ambiguous, the way request smuggling starts). The service never answers 500: when it cannot serve at all
-(its worker pool is closed, saturated, the caller's share is used, no worker became free within the time limit, a
-worker cannot start, or an unexpected error in this code) it answers 503 with the code ``service_unavailable`` and
-``Retry-After``, which the contract's server reads as "unavailable, try the file again later". No answer is ever
-compressed.
+Every request needs ``Authorization: Bearer <token>`` with one of ``EXTRACTOR_TOKENS``; a missing or wrong one is
+401 (``unauthorized``, with ``WWW-Authenticate: Bearer``), before routing. The one exception is the liveness probe,
+``GET /healthz`` (and HEAD), which answers 200 ``ok`` without a token and says nothing else: no version, no formats,
+no pool state (a container's HEALTHCHECK or a platform probe cannot hold a token). Unknown paths are 404
+(``not_found``), wrong methods 405 (``method_not_allowed``; HEAD is allowed on capabilities, OPTIONS nowhere: no
+browser calls this API, so there is no CORS), both JSON. A body that cannot be the original as it is, a multipart or
+urlencoded form or one under a Content-Encoding, is 415 (``unsupported_media_type``); any other Content-Type is read
+as the file's bytes. A request with both Content-Length and Transfer-Encoding is 400 and its connection is closed
+(RFC 9112 6.1: the framing is ambiguous, the way request smuggling starts). The service never answers 500: when it
+cannot serve at all (its worker pool is closed, saturated, the caller's share is used, no worker became free within
+the time limit, a worker cannot start, or an unexpected error in this code) it answers 503 with the code
+``service_unavailable`` and ``Retry-After``, which the contract's server reads as "unavailable, try the file again
+later". No answer is ever compressed.
 
 Memory: a request takes its place in the pool (``WorkerPool.admit``) before its body is read, so a refused request
 costs no upload; the body is buffered within a budget shared by all requests and spooled to a temporary file past
@@ -63,6 +65,7 @@ CODE_UNSUPPORTED_MEDIA_TYPE: Final = "unsupported_media_type"  # with 415: a mul
 CODE_UNAVAILABLE: Final = "service_unavailable"  # with 503: the server tries the file again later
 CODE_REQUEST_TIMEOUT: Final = "request_timeout"  # with 408: the upload stalled (the server tries again later)
 CODE_BAD_REQUEST: Final = "bad_request"  # with 400: framing this service will not guess at
+HEALTH_PATH: Final = "/healthz"  # the unauthenticated liveness probe (HealthMiddleware)
 CALLER_KEY: Final = "loom.caller"  # the scope key naming which accepted token the request used (its index)
 _STREAM_CHUNK: Final = 1024 * 1024
 # A client that stops sending its body for this long loses the request (408), so a stalled upload cannot hold a
@@ -118,6 +121,24 @@ class GuardMiddleware:
             if not started:
                 response = unavailable_response("the service failed unexpectedly; try again later")
                 await response(scope, receive, send)
+
+
+class HealthMiddleware:
+    """``GET``/``HEAD /healthz`` -> 200 ``ok`` (text/plain), before authentication: the process and its event loop
+    answer. It reveals nothing (no version, formats, limits or pool state); any other method on the path goes on to
+    authentication like every other request."""
+
+    _BODY: Final = b"ok"
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == HEALTH_PATH and scope["method"] in ("GET", "HEAD"):
+            response = Response(self._BODY, media_type="text/plain", headers={"Cache-Control": "no-store"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class BearerAuthMiddleware:
@@ -467,6 +488,7 @@ def create_app(
         middleware=[
             Middleware(GuardMiddleware),
             Middleware(FramingMiddleware),
+            Middleware(HealthMiddleware),
             Middleware(BearerAuthMiddleware, tokens=settings.tokens),
         ],
         exception_handlers={HTTPException: _http_error},

@@ -2,12 +2,19 @@
 // roles, and the Function App on Flex Consumption (or two apps from the same package: extractor and orchestration).
 targetScope = 'resourceGroup'
 
-@description('Short lowercase prefix for resource names.')
+@description('The azd environment name (AZURE_ENV_NAME, from main.parameters.json): every resource is tagged azd-env-name with it, and it is the default name prefix. Empty outside azd.')
+@maxLength(64)
+param environmentName string = ''
+@description('Short lowercase prefix for resource names (default: the azd environment name, lowercased, at most 12 characters).')
 @minLength(3)
 @maxLength(12)
-param namePrefix string
+param namePrefix string = take(toLower(environmentName), 12)
 param location string = resourceGroup().location
 param tags object = {}
+@description('Object id of the deploying user or principal (azd: AZURE_PRINCIPAL_ID), given data-plane roles to set the Key Vault secrets, send a test file, read results and debug locally against these resources. Empty: none.')
+param principalId string = ''
+@allowed(['User', 'ServicePrincipal', 'Group'])
+param principalType string = 'User'
 
 @description('single: one app runs every function; split: the extractor and the orchestration as two apps from the same package, each disabling the other role\'s functions.')
 @allowed(['single', 'split'])
@@ -26,6 +33,13 @@ param extractorWorkers int = 2
 param extractorWorkerMemoryMB int = 1536
 @description('Wall-clock limit of one extraction, in seconds.')
 param extractorTimeoutS int = 60
+@description('The extractor\'s container image (the Dockerfile) to run on Azure Container Apps as well (modules/containerapp.bicep); empty: none.')
+param extractorContainerImage string = ''
+@description('Registry server the image is pulled from with the app identity (e.g. myregistry.azurecr.io; grant the identity AcrPull); empty: a public image.')
+param extractorContainerRegistry string = ''
+@minValue(1)
+@maxValue(30)
+param extractorContainerMaxReplicas int = 10
 
 @minValue(1)
 @maxValue(32)
@@ -59,6 +73,11 @@ param maxPollDurationMs int = 7200000
 @description('NCRONTAB schedule of the sweeper (lost poll messages, deadlines, unpublished events).')
 param sweeperSchedule string = '0 */5 * * * *'
 
+// azd finds its environment's resources by azd-env-name and the app `azd deploy api` publishes to by
+// azd-service-name (azure.yaml); outside azd (environmentName empty) only the caller's tags are set.
+var allTags = union(tags, empty(environmentName) ? {} : { 'azd-env-name': environmentName })
+var apiTags = union(allTags, { 'azd-service-name': 'api' })
+
 // Names the code expects (settings in shared/orchestration/settings.py; defaults match). The queue triggers bind
 // %POLL_QUEUE% and %CANCEL_QUEUE%, so these app settings are what the triggers listen on and the handlers enqueue to
 // (tests/test_infra.py checks every binding expression is set here with the declared default).
@@ -76,12 +95,12 @@ var statusHubName = 'job-status'
 
 module identity 'modules/identity.bicep' = {
   name: 'identity'
-  params: { location: location, namePrefix: namePrefix, tags: tags }
+  params: { location: location, namePrefix: namePrefix, tags: allTags }
 }
 
 module monitoring 'modules/monitoring.bicep' = {
   name: 'monitoring'
-  params: { location: location, namePrefix: namePrefix, tags: tags }
+  params: { location: location, namePrefix: namePrefix, tags: allTags }
 }
 
 module storage 'modules/storage.bicep' = {
@@ -89,7 +108,7 @@ module storage 'modules/storage.bicep' = {
   params: {
     location: location
     namePrefix: namePrefix
-    tags: tags
+    tags: allTags
     acceptedContainerName: acceptedContainerName
     resultsContainerName: resultsContainerName
     poisonContainerName: poisonContainerName
@@ -106,7 +125,7 @@ module eventHubs 'modules/eventhubs.bicep' = {
   params: {
     location: location
     namePrefix: namePrefix
-    tags: tags
+    tags: allTags
     acceptedHubName: acceptedHubName
     acceptedConsumerGroupName: acceptedConsumerGroupName
     statusHubName: statusHubName
@@ -118,7 +137,7 @@ module eventHubs 'modules/eventhubs.bicep' = {
 
 module keyVault 'modules/keyvault.bicep' = {
   name: 'keyvault'
-  params: { location: location, namePrefix: namePrefix, tags: tags }
+  params: { location: location, namePrefix: namePrefix, tags: allTags }
 }
 
 module roles 'modules/roles.bicep' = {
@@ -161,13 +180,15 @@ var hostSettings = {
 }
 
 // The extractor service (extract_fn/settings.py).
+var extractorMaxBytes = '67108864'
+var extractorMaxOutputBytes = '268435456'
 var extractorSettings = {
   EXTRACTOR_TOKENS: '@Microsoft.KeyVault(SecretUri=${kvUri}secrets/extractor-tokens/)'
-  EXTRACTOR_MAX_BYTES: '67108864'
+  EXTRACTOR_MAX_BYTES: extractorMaxBytes
   EXTRACTOR_TIMEOUT_S: string(extractorTimeoutS)
   EXTRACTOR_WORKERS: string(extractorWorkers)
   EXTRACTOR_MEMORY_LIMIT_MB: string(extractorWorkerMemoryMB)
-  EXTRACTOR_MAX_OUTPUT_BYTES: '268435456'
+  EXTRACTOR_MAX_OUTPUT_BYTES: extractorMaxOutputBytes
 }
 
 // The orchestration (shared/orchestration/settings.py, shared/loom/settings.py).
@@ -234,7 +255,7 @@ module singleApp 'modules/functionapp.bicep' = if (deploymentMode == 'single') {
   params: {
     location: location
     name: 'func-${namePrefix}-${uniqueString(resourceGroup().id, namePrefix)}'
-    tags: tags
+    tags: apiTags
     identityId: identity.outputs.id
     identityClientId: clientId
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
@@ -253,7 +274,7 @@ module extractorApp 'modules/functionapp.bicep' = if (deploymentMode == 'split')
   params: {
     location: location
     name: 'func-${namePrefix}-x-${uniqueString(resourceGroup().id, namePrefix)}'
-    tags: tags
+    tags: apiTags
     identityId: identity.outputs.id
     identityClientId: clientId
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
@@ -269,7 +290,7 @@ module orchestrationApp 'modules/functionapp.bicep' = if (deploymentMode == 'spl
   params: {
     location: location
     name: 'func-${namePrefix}-o-${uniqueString(resourceGroup().id, namePrefix)}'
-    tags: tags
+    tags: allTags
     identityId: identity.outputs.id
     identityClientId: clientId
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
@@ -281,8 +302,61 @@ module orchestrationApp 'modules/functionapp.bicep' = if (deploymentMode == 'spl
   }
 }
 
-output keyVaultName string = keyVault.outputs.name
-output dataStorageAccount string = storage.outputs.dataAccountName
-output eventHubNamespace string = eventHubs.outputs.fullyQualifiedNamespace
-output identityClientId string = clientId
-output functionAppNames array = deploymentMode == 'single' ? [singleApp.outputs.name] : [extractorApp.outputs.name, orchestrationApp.outputs.name]
+// Optionally, the extractor as a container on Azure Container Apps: same identity, same Key Vault token, same limits.
+module extractorContainer 'modules/containerapp.bicep' = if (!empty(extractorContainerImage)) {
+  name: 'extractor-container'
+  dependsOn: [roles]
+  params: {
+    location: location
+    name: 'ca-${namePrefix}-x-${take(uniqueString(resourceGroup().id, namePrefix), 8)}'
+    tags: allTags
+    identityId: identity.outputs.id
+    identityClientId: clientId
+    image: extractorContainerImage
+    registryServer: extractorContainerRegistry
+    keyVaultUri: kvUri
+    logAnalyticsWorkspaceName: monitoring.outputs.workspaceName
+    workers: extractorWorkers
+    workerMemoryMB: extractorWorkerMemoryMB
+    timeoutS: extractorTimeoutS
+    maxBytes: extractorMaxBytes
+    maxOutputBytes: extractorMaxOutputBytes
+    maxReplicas: extractorContainerMaxReplicas
+  }
+}
+
+// The deploying user's data-plane roles (azd passes AZURE_PRINCIPAL_ID): set the secrets, send a test file, read
+// results, debug locally against these resources.
+module userRoles 'modules/user-roles.bicep' = if (!empty(principalId)) {
+  name: 'user-roles'
+  params: {
+    principalId: principalId
+    principalType: principalType
+    dataAccountName: storage.outputs.dataAccountName
+    eventHubNamespaceName: eventHubs.outputs.namespaceName
+    keyVaultName: keyVault.outputs.name
+  }
+}
+
+var apiAppName = deploymentMode == 'single' ? singleApp.outputs.name : extractorApp.outputs.name
+var orchestrationAppName = deploymentMode == 'single' ? singleApp.outputs.name : orchestrationApp.outputs.name
+
+// Outputs in azd's naming (azd writes each into the environment's .env, UPPER_SNAKE as here): azure.yaml's
+// `orchestration` service deploys to AZURE_ORCHESTRATION_APP_NAME, the README's steps read the others. The
+// identity's client id is not named AZURE_CLIENT_ID, which a local credential would take as its own.
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = resourceGroup().name
+output DEPLOYMENT_MODE string = deploymentMode
+output AZURE_KEY_VAULT_NAME string = keyVault.outputs.name
+output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.dataAccountName
+output AZURE_RESULTS_CONTAINER string = resultsContainerName
+output AZURE_ACCEPTED_FILES_CONTAINER string = acceptedContainerName
+output AZURE_EVENTHUB_NAMESPACE string = eventHubs.outputs.fullyQualifiedNamespace
+output AZURE_ACCEPTED_FILES_HUB string = acceptedHubName
+output AZURE_JOB_STATUS_HUB string = statusHubName
+output AZURE_IDENTITY_CLIENT_ID string = clientId
+output AZURE_FUNCTION_APP_NAME string = apiAppName
+output AZURE_ORCHESTRATION_APP_NAME string = orchestrationAppName
+output EXTRACTOR_URL string = 'https://${apiAppName}.azurewebsites.net'
+output EXTRACTOR_CONTAINER_URL string = empty(extractorContainerImage) ? '' : extractorContainer.outputs.url

@@ -180,6 +180,29 @@ def test_each_rotated_token_is_accepted(client: TestClient, header: str) -> None
     assert _extract(client, headers={"Authorization": header}).status_code == 200
 
 
+def test_the_liveness_probe_needs_no_token_and_reveals_nothing(client: TestClient) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong-token"}, AUTH):
+        response = client.get("/healthz", headers=headers)
+        assert response.status_code == 200
+        assert response.content == b"ok"
+        assert response.headers["content-type"].startswith("text/plain")
+        assert response.headers["cache-control"] == "no-store"
+        assert "server" not in response.headers
+        assert "www-authenticate" not in response.headers
+    head = client.head("/healthz")
+    assert head.status_code == 200
+    assert head.content == b""
+
+
+def test_only_the_exact_liveness_path_and_methods_skip_the_token(client: TestClient) -> None:
+    for method, path in (("POST", "/healthz"), ("GET", "/healthz/"), ("GET", "/v1/healthz"), ("GET", "/HEALTHZ")):
+        response = client.request(method, path)
+        assert response.status_code == 401, (method, path)
+        assert _error(response)[0] == "unauthorized"
+    # With a token, the path has no other route: POST is a 404 like any unknown route.
+    assert client.post("/healthz", headers=AUTH).status_code == 404
+
+
 def test_the_token_is_compared_exactly(client: TestClient) -> None:
     response = client.get("/v1/capabilities", headers={"Authorization": f"Bearer {TOKENS[0].upper()}"})
     assert response.status_code == 401

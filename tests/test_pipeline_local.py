@@ -205,12 +205,8 @@ def test_the_same_file_accepted_twice_with_one_event_id_is_one_job(
     assert sum(1 for e in report["events"] if e["status"] == "Succeeded" and e["eventType"] == "JobStatusChanged") == 1
 
 
-def test_devhost_cli_status_json(deps: Deps, extractor_url: str, corpus: Path, azurite_connection_string: str) -> None:
-    host = LocalHost(deps)
-    job_id = accept_file(
-        corpus / "markdown/readme-sqlglot.md", "demo-app", deps, registration=registration(extractor_url)
-    )
-    drive(host, [job_id])
+def _cli(deps: Deps, azurite_connection_string: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``python -m devhost ARGS`` on this test's own storage names."""
     s = deps.settings
     env = dict(
         os.environ,
@@ -223,29 +219,84 @@ def test_devhost_cli_status_json(deps: Deps, extractor_url: str, corpus: Path, a
         ACCEPTED_FILES_POISON_CONTAINER=s.poison_container,
         JOB_STATUS_LOCAL_QUEUE=s.status_local_queue,
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "devhost", "status", job_id, "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        timeout=60,
-        check=True,
+    return subprocess.run(
+        [sys.executable, "-m", "devhost", *args], cwd=ROOT, env=env, capture_output=True, timeout=60, check=False
     )
+
+
+def test_devhost_cli_status_json(deps: Deps, extractor_url: str, corpus: Path, azurite_connection_string: str) -> None:
+    host = LocalHost(deps)
+    job_id = accept_file(
+        corpus / "markdown/readme-sqlglot.md", "demo-app", deps, registration=registration(extractor_url)
+    )
+    drive(host, [job_id])
+    out = _cli(deps, azurite_connection_string, "status", job_id, "--json")
+    assert out.returncode == 0, out.stderr
     doc = orjson.loads(out.stdout)
     assert doc["jobId"] == job_id
     assert doc["status"] == "Succeeded"
     assert doc["resultLocation"]
     assert [e["sequence"] for e in doc["events"]] == list(range(1, len(doc["events"]) + 1))
-    done = subprocess.run(
-        [sys.executable, "-m", "devhost", "wait", job_id, "--timeout", "5"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    done = _cli(deps, azurite_connection_string, "wait", job_id, "--timeout", "5")
     assert done.returncode == 0
     assert b"Succeeded" in done.stdout
+
+
+def test_devhost_status_says_where_the_result_is_and_result_prints_it(
+    deps: Deps, extractor_url: str, corpus: Path, azurite_connection_string: str, tmp_path: Path
+) -> None:
+    host = LocalHost(deps)
+    source = corpus / "markdown/readme-sqlglot.md"
+    job_id = accept_file(source, "demo-app", deps, registration=registration(extractor_url))
+    drive(host, [job_id])
+    job = deps.store.get(job_id)
+    assert job is not None
+    blob_name = f"demo-app/{job.file_id}/{job_id}/result.json"
+    stored = blob_service(deps.settings).get_blob_client(deps.settings.results_container, blob_name)
+    expected = stored.download_blob().readall()
+    assert validate_artifact(expected, format="markdown", original_size=source.stat().st_size).blocks
+
+    doc = orjson.loads(_cli(deps, azurite_connection_string, "status", job_id, "--json").stdout)
+    assert doc["result"] == {
+        "account": blob_service(deps.settings).account_name,
+        "container": deps.settings.results_container,
+        "blob": blob_name,
+        "url": job.result_location,
+    }
+    text = _cli(deps, azurite_connection_string, "status", job_id)
+    assert text.returncode == 0, text.stderr
+    assert f"container '{deps.settings.results_container}', blob '{blob_name}'" in text.stdout.decode()
+    assert f"python -m devhost result {job_id}" in text.stdout.decode()
+
+    printed = _cli(deps, azurite_connection_string, "result", job_id)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == expected  # the stored bytes, as they are
+    out = tmp_path / "result.json"
+    written = _cli(deps, azurite_connection_string, "result", job_id, "--out", str(out))
+    assert written.returncode == 0, written.stderr
+    assert out.read_bytes() == expected
+    assert f"wrote {len(expected)} bytes".encode() in written.stderr
+    assert list(tmp_path.iterdir()) == [out]  # no partial file left behind
+
+
+def test_devhost_result_of_a_failed_or_unknown_job_says_so(
+    deps: Deps, extractor_url: str, corpus: Path, azurite_connection_string: str, tmp_path: Path
+) -> None:
+    host = LocalHost(deps)
+    corrupt = accept_file(
+        corpus / "pdf/pdfjs-bug1020226-invalid.pdf", "demo-app", deps, registration=registration(extractor_url)
+    )
+    drive(host, [corrupt])
+    failed = _cli(deps, azurite_connection_string, "result", corrupt, "--out", str(tmp_path / "r.json"))
+    assert failed.returncode == 1
+    assert failed.stdout == b""
+    assert f"job {corrupt} is Failed: it has no stored result".encode() in failed.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    status = _cli(deps, azurite_connection_string, "status", corrupt)
+    assert "  result: -" in status.stdout.decode()
+    unknown = _cli(deps, azurite_connection_string, "result", "no-such-job")
+    assert unknown.returncode == 2
+    assert b"no job no-such-job" in unknown.stderr
 
 
 def test_the_devhost_queue_and_container_are_the_tests_own(deps: Deps, extractor_url: str, corpus: Path) -> None:
@@ -321,3 +372,37 @@ def test_a_hanging_extractor_holds_only_its_own_job(deps: Deps, extractor_url: s
         hanging.close()
         host.stop.set()
         runner.join(60)
+
+
+def test_devhost_result_reads_only_the_results_container(deps: Deps, extractor_url: str, corpus: Path) -> None:
+    import io
+    from dataclasses import replace
+
+    from devhost.results import NoResult, write_result
+    from shared.orchestration.storage import blob_url
+
+    host = LocalHost(deps)
+    job_id = accept_file(
+        corpus / "markdown/readme-sqlglot.md", "demo-app", deps, registration=registration(extractor_url)
+    )
+    drive(host, [job_id])
+    job = deps.store.get(job_id)
+    assert job is not None
+    out = io.BytesIO()
+    assert write_result(job, deps.settings, out) == len(out.getvalue()) > 0
+    # A job row naming another container (the accepted file itself) is refused, and nothing is read.
+    accepted = blob_url(deps.settings, deps.settings.accepted_container, f"demo-app/{job.file_id}/readme-sqlglot.md")
+    elsewhere = io.BytesIO()
+    with pytest.raises(NoResult, match="not in this account's results container"):
+        write_result(replace(job, result_location=accepted), deps.settings, elsewhere)
+    assert elsewhere.getvalue() == b""
+    # A DBRICKS-like job stores no result.json: its result blobs are listed instead.
+    dbricks = replace(job, result_location=None, result_urls=("/results/demo-app/f/j/part-0.json",))
+    with pytest.raises(NoResult, match=r"part-0\.json"):
+        write_result(dbricks, deps.settings, io.BytesIO())
+    # A result blob that has gone.
+    gone = replace(
+        job, result_location=blob_url(deps.settings, deps.settings.results_container, "demo-app/x/y/result.json")
+    )
+    with pytest.raises(NoResult, match="is gone"):
+        write_result(gone, deps.settings, io.BytesIO())

@@ -30,7 +30,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   // checkov:skip=CKV_AZURE_56: App Service Authentication (Easy Auth) would reject the contract's own bearer tokens.
   // checkov:skip=CKV_AZURE_222: the extractor's HTTP API is called by Loom servers over the public endpoint (bearer-token auth); no VNet integration here.
   // checkov:skip=CKV_AZURE_212: Flex Consumption scales to zero by design; set alwaysReady in functionAppConfig for warm instances.
-  // checkov:skip=CKV_AZURE_213: the platform health check does not apply to Flex Consumption's event-driven scaling; GET /v1/capabilities serves as the extractor's probe.
+  // checkov:skip=CKV_AZURE_213: the platform health check does not apply to Flex Consumption's event-driven scaling; GET /healthz (no token) is the extractor's liveness probe.
   name: name
   location: location
   tags: tags

@@ -30,3 +30,4 @@ resource appInsights 'Microsoft.Insights/components@2020-02-02' = {
 
 output appInsightsName string = appInsights.name
 output appInsightsConnectionString string = appInsights.properties.ConnectionString
+output workspaceName string = workspace.name
