@@ -1,0 +1,221 @@
+"""One reader for DrawingML chart parts (``c:chartSpace``), shared by docx, pptx and xlsx.
+
+A chart becomes one block (the caller adds it where the chart sits):
+
+- ``text``: the chart's title, its axis titles, then its series names and its categories, one line each
+  (series and categories joined with `` | ``). A title element with no text of its own is shown by Office as the
+  only series' name, or "Chart Title" when there are several, and is read the same way.
+- ``attrs.chart``: the chart type(s) of the plot area (``bar``, ``line``, ``pie``, ``scatter``, ... joined by
+  ``+`` for a combination chart), ``attrs.table``: the cached values as ``{"columns": [category label, series
+  names...], "rows": [[category, value, ...], ...]}`` like a DOCX table block's, every value the cached text as
+  the part spells it (``null`` where a series has no point). A scatter or bubble chart's categories are its x values.
+
+A chart part holds the last values the authoring application computed (``numCache``/``strCache``); a chart with no
+cached values (only references into a workbook) cannot be read without recomputing it: ``ChartUnreadable``, which
+the caller records as a failed unit with its reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from extract_fn.formats.ooxml_text import local
+
+MAX_POINTS = 100_000  # points kept per series (a bigger cache is cut, with the text still whole)
+DEFAULT_TITLE = "Chart Title"
+_DATE_TOKEN = re.compile(r"yyyy|yy|mmmm|mmm|mm|m|dddd|ddd|dd|d", re.IGNORECASE)
+_QUOTED = re.compile(r'"[^"]*"|\\.|\[[^\]]*\]')
+
+
+class ChartUnreadable(Exception):
+    """A chart part that gives no content (not a chart, or no cached values): the reason is the message."""
+
+
+@dataclass
+class _Series:
+    name: str
+    points: dict[int, str] = field(default_factory=dict)
+    cats: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class Chart:
+    kinds: list[str]
+    title: str | None
+    axis_titles: list[str]
+    series: list[_Series]
+
+    @property
+    def categories(self) -> list[str]:
+        """The categories of the series with the most of them, in index order."""
+        best = max((s.cats for s in self.series), key=len, default={})
+        return [best[i] for i in sorted(best)]
+
+    def text(self) -> str:
+        lines: list[str] = []
+        if self.title:
+            lines.append(self.title)
+        lines.extend(self.axis_titles)
+        names = [s.name for s in self.series if s.name]
+        if names:
+            lines.append(" | ".join(names))
+        cats = [c for c in self.categories if c]
+        if cats:
+            lines.append(" | ".join(cats))
+        return "\n".join(lines)
+
+    def table(self) -> dict[str, Any]:
+        best = max((s.cats for s in self.series), key=len, default={})
+        indexes = sorted(set(best) | {i for s in self.series for i in s.points})
+        columns: list[str | None] = ["", *[s.name or f"Series {n + 1}" for n, s in enumerate(self.series)]]
+        rows = [[best.get(i, str(i + 1)), *[s.points.get(i) for s in self.series]] for i in indexes]
+        return {"columns": columns, "rows": rows}
+
+    def attrs(self) -> dict[str, Any]:
+        return {"chart": "+".join(self.kinds) or "unknown", "table": self.table()}
+
+
+def _children(el: Any, name: str) -> list[Any]:
+    return [c for c in el if local(c.tag) == name]
+
+
+def _child(el: Any, name: str) -> Any:
+    for c in el:
+        if local(c.tag) == name:
+            return c
+    return None
+
+
+def _rich_text(el: Any) -> str:
+    """The text of a ``c:tx``/``c:title``: rich text paragraphs (``a:p``/``a:t``) or a string reference's cache."""
+    paras: list[str] = []
+    for p in el.iter():
+        if local(p.tag) == "p":
+            paras.append("".join(t.text or "" for t in p.iter() if local(t.tag) == "t"))
+    text = "\n".join(x for x in paras if x.strip())
+    if text.strip():
+        return text.strip()
+    return " ".join(v.strip() for v in _cache_values(el).values() if v.strip())
+
+
+def _cache_values(el: Any) -> dict[int, str]:
+    """idx -> cached text of the first ``strCache``/``numCache`` (or literal) under ``el``; multi-level: joined."""
+    out: dict[int, str] = {}
+    for cache in el.iter():
+        name = local(cache.tag)
+        if name in ("strCache", "numCache", "strLit", "numLit"):
+            _points(cache, out)
+            code = _child(cache, "formatCode")
+            if code is not None and code.text and _is_date_format(code.text):
+                out = {i: _format_date(v, code.text) for i, v in out.items()}
+            return out
+        if name == "multiLvlStrCache":
+            for lvl in _children(cache, "lvl"):
+                level: dict[int, str] = {}
+                _points(lvl, level)
+                for i, v in level.items():  # the innermost level first, outer levels after it
+                    out[i] = f"{out[i]} {v}" if i in out else v
+            return out
+    return out
+
+
+def _points(cache: Any, out: dict[int, str]) -> None:
+    for pt in _children(cache, "pt"):
+        if len(out) >= MAX_POINTS:
+            return
+        v = _child(pt, "v")
+        try:
+            idx = int(pt.get("idx") or "")
+        except ValueError:
+            continue
+        if v is not None and v.text is not None:
+            out[idx] = v.text
+
+
+def _series(ser: Any) -> _Series:
+    tx = _child(ser, "tx")
+    s = _Series(_rich_text(tx) if tx is not None else "")
+    for name in ("cat", "xVal"):
+        el = _child(ser, name)
+        if el is not None:
+            s.cats = _cache_values(el)
+            break
+    for name in ("val", "yVal"):
+        el = _child(ser, name)
+        if el is not None:
+            s.points = _cache_values(el)
+            break
+    return s
+
+
+def read_chart(root: Any) -> Chart:
+    """The chart of a chart part's root element; ``ChartUnreadable`` when it has nothing cached to show."""
+    if local(root.tag) != "chartSpace":
+        raise ChartUnreadable("the chart part is not a DrawingML chart")
+    chart = _child(root, "chart")
+    plot = _child(chart, "plotArea") if chart is not None else None
+    if plot is None:
+        raise ChartUnreadable("the chart part has no plot area")
+    kinds: list[str] = []
+    series: list[_Series] = []
+    axis_titles: list[str] = []
+    for el in plot:
+        name = local(el.tag)
+        if name.endswith("Chart"):
+            kind = name[: -len("Chart")]
+            if kind not in kinds:
+                kinds.append(kind)
+            series.extend(_series(ser) for ser in _children(el, "ser"))
+        elif name.endswith("Ax"):
+            t = _child(el, "title")
+            if t is not None:
+                text = _rich_text(t)
+                if text:
+                    axis_titles.append(text)
+    title = _title(chart, series)
+    if not any(s.points or s.cats for s in series):
+        raise ChartUnreadable("the chart holds no cached values (only references into its workbook)")
+    return Chart(kinds, title, axis_titles, series)
+
+
+def _title(chart: Any, series: list[_Series]) -> str | None:
+    t = _child(chart, "title")
+    if t is None:
+        return None
+    text = _rich_text(t)
+    if text:
+        return text
+    if len(series) == 1 and series[0].name:
+        return series[0].name
+    return DEFAULT_TITLE
+
+
+def _is_date_format(code: str) -> bool:
+    bare = _QUOTED.sub("", code).lower()
+    return "general" not in bare and bool(re.search(r"[dy]", bare))
+
+
+def _format_date(value: str, code: str) -> str:
+    """A serial day number shown with a number format's date parts (``m/d/yy`` -> ``1/5/02``); else as cached."""
+    try:
+        serial = float(value)
+        day = dt.date(1899, 12, 30) + dt.timedelta(days=int(serial))
+    except (ValueError, OverflowError):
+        return value
+    parts = {
+        "yyyy": f"{day.year:04d}",
+        "yy": f"{day.year % 100:02d}",
+        "mmmm": day.strftime("%B"),
+        "mmm": day.strftime("%b"),
+        "mm": f"{day.month:02d}",
+        "m": str(day.month),
+        "dddd": day.strftime("%A"),
+        "ddd": day.strftime("%a"),
+        "dd": f"{day.day:02d}",
+        "d": str(day.day),
+    }
+    fmt = _QUOTED.sub(lambda m: m.group().strip('"[]').lstrip("\\"), code.split(";", 1)[0])
+    return _DATE_TOKEN.sub(lambda m: parts[m.group().lower()], fmt)
