@@ -59,7 +59,7 @@ from extract_fn.formats.ooxml_drawing import (
     r_attr,
     report_pictures,
 )
-from extract_fn.formats.ooxml_math import linear
+from extract_fn.formats.ooxml_math import linear_text
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
 from extract_fn.formats.zipsafe import has_member, with_package
 from shared.artifact_builder import make_locator
@@ -368,7 +368,7 @@ def _inline(p: Any) -> Inline:
             elif name == "sym":
                 out.append(_sym(el))
             elif name in ("oMath", "oMathPara"):
-                out.append(linear(el))
+                out.append(linear_text(el))
             elif name == "txbxContent":
                 inline.boxes.append(el)
             elif name == "docPr":

@@ -4,7 +4,8 @@
 for an n-ary operator (the default operator is ``∫``), a delimiter with its characters (``(``/``)`` and ``|`` between
 items by default), a function name and its argument with a space between, an equation array's rows on lines of
 their own and a matrix's rows joined by ``@`` with cells joined by ``&``. A group of more than one character is
-bracketed, so ``e^(-x^2)`` reads as it renders. Recursive, to ``MAX_DEPTH`` levels of nesting.
+bracketed, so ``e^(-x^2)`` reads as it renders, and a script is ended by a space. Recursive, to ``MAX_DEPTH``
+levels of nesting.
 """
 
 from __future__ import annotations
@@ -35,11 +36,18 @@ def _parts(el: Any) -> dict[str, Any]:
 
 
 def _group(text: str) -> str:
+    text = text.strip()
     return text if len(text) <= 1 else f"({text})"
 
 
+def linear_text(el: Any) -> str:
+    """The linear text of an ``m:oMath``/``m:oMathPara``: a script ends at a space (``a_n cos x``), and runs of
+    spaces are one."""
+    return "\n".join(" ".join(line.split()) for line in linear(el).split("\n"))
+
+
 def linear(el: Any, depth: int = 0) -> str:
-    """The linear text of an ``m:oMath``/``m:oMathPara`` (or any math element)."""
+    """The linear text of any math element, spaces as they come."""
     if depth > MAX_DEPTH:
         return ""
     name = local(el.tag)
@@ -66,17 +74,17 @@ def _frac(el: Any, depth: int) -> str:
 
 def _ssup(el: Any, depth: int) -> str:
     p = _parts(el)
-    return f"{_arg(p, 'e', depth)}^{_group(_arg(p, 'sup', depth))}"
+    return f"{_arg(p, 'e', depth)}^{_group(_arg(p, 'sup', depth))} "
 
 
 def _ssub(el: Any, depth: int) -> str:
     p = _parts(el)
-    return f"{_arg(p, 'e', depth)}_{_group(_arg(p, 'sub', depth))}"
+    return f"{_arg(p, 'e', depth)}_{_group(_arg(p, 'sub', depth))} "
 
 
 def _ssubsup(el: Any, depth: int) -> str:
     p = _parts(el)
-    return f"{_arg(p, 'e', depth)}_{_group(_arg(p, 'sub', depth))}^{_group(_arg(p, 'sup', depth))}"
+    return f"{_arg(p, 'e', depth)}_{_group(_arg(p, 'sub', depth))}^{_group(_arg(p, 'sup', depth))} "
 
 
 def _spre(el: Any, depth: int) -> str:

@@ -44,6 +44,7 @@ from extract_fn.formats.ooxml_drawing import (
     report_pictures,
 )
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.pptx_numbering import AutoNumbers
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from extract_fn.limits import LIMITS
@@ -110,7 +111,9 @@ def _find(el: Any, *path: str) -> Any:
 
 
 def _paragraphs(txbody: Any) -> list[str]:
+    """The paragraphs of a text body, each led by its automatic number when it has one (``a:buAutoNum``)."""
     out: list[str] = []
+    numbers = AutoNumbers()
     for p in txbody:
         if p.tag not in T_A_P:
             continue
@@ -122,7 +125,9 @@ def _paragraphs(txbody: Any) -> list[str]:
                     parts.append(el.text)
             elif tag in T_A_BR:
                 parts.append("\n")
-        out.append("".join(parts).replace("\x00", "").replace("\x0b", "\n").strip())
+        text = "".join(parts).replace("\x00", "").replace("\x0b", "\n").strip()
+        label = numbers.label(_child(p, "pPr")) if text else ""
+        out.append(f"{label} {text}" if label else text)
     return out
 
 
