@@ -462,7 +462,7 @@ class _Doc:
         self.counters = ListCounters(numbering)
         self.paragraphs = 0
         self.pictures = 0
-        self.drawings = 0  # charts, diagrams and objects, numbered in reading order for failed units
+        self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
         self.note_refs: list[tuple[str, str]] = []  # (footnote|endnote, id) in the order the body cites them
         self.rels: dict[str, str] = {}  # relationship id -> member, of the part being read
         self.stack: list[tuple[int, str, str]] = []  # open headings (depth, block id, text)
@@ -616,8 +616,8 @@ class _Doc:
         if d.kind == "picture":
             self.pictures += 1
             return 0
-        self.drawings += 1
-        return self.drawings
+        self.drawings[d.kind] = self.drawings.get(d.kind, 0) + 1
+        return self.drawings[d.kind]
 
     def drawing(self, d: Drawing, base: dict[str, Any] | None) -> None:
         n = self.count_drawing(d)

@@ -6,9 +6,11 @@ template (``w:lvlText``: ``%1.%2.`` is the level-1 and level-2 counters), restar
 a ``w:num``'s ``w:lvlOverride`` may restart a level (``w:startOverride``) or replace it (``w:lvl``).
 
 ``ListCounters`` numbers the paragraphs in reading order: one set of counters per ``w:num`` (a list instance);
-a paragraph at level L adds one to L's counter and restarts the levels below it. A level with no ``w:start``
-starts at 1. Bullets are the level's text: a Symbol/Wingdings private-use character (U+F0xx) is mapped to the
-character it draws (``•``, ``▪``, ``➢``, ...); ``o`` (the Courier New bullet) is kept as Word shows it.
+a paragraph at level L adds one to L's counter and restarts the levels below it; a level above L not used yet
+counts as used at its start value (after "2." and "2.1.1." comes "2.2.", as Word and LibreOffice number it). A
+level with no ``w:start`` starts at 1. Bullets are the level's text: a Symbol/Wingdings private-use character
+(U+F0xx) is mapped to the character it draws (``•``, ``▪``, ``➢``, ...); ``o`` (the Courier New bullet) is kept as
+Word shows it.
 """
 
 from __future__ import annotations
@@ -202,6 +204,9 @@ class ListCounters:
         if lvl is None:
             return ""
         counts = self.counts.setdefault(num_id, [None] * MAX_LEVELS)
+        for above in range(ilvl):  # a level skipped over counts as shown at its start (2. then 2.1.1 then 2.2.)
+            if counts[above] is None:
+                counts[above] = self._start(num_id, above, levels.get(above, Level()))
         cur = counts[ilvl]
         counts[ilvl] = self._start(num_id, ilvl, lvl) if cur is None else cur + 1
         for deeper in range(ilvl + 1, MAX_LEVELS):
