@@ -256,9 +256,11 @@ def test_notes_lead_with_their_marks(corpus: Path) -> None:
     a = run((corpus / "docx/mammoth-endnotes.docx").read_bytes())
     notes = [(b["text"], b["attrs"]["mark"]) for b in a["blocks"] if b.get("attrs", {}).get("part") == "endnote"]
     assert notes == [("i A tachyon walks into a bar.", "i"), ("ii Fin.", "ii")]  # endnotes: lower roman by default
+    assert a["blocks"][0]["text"] == "Ouchⁱ.ⁱⁱ"  # the references in the body: superscript marks, as Word prints them
     f = run((corpus / "docx/mammoth-footnotes.docx").read_bytes())
     marks = [b["attrs"]["mark"] for b in f["blocks"] if b.get("attrs", {}).get("part") == "footnote"]
     assert marks == ["1", "2"]
+    assert f["blocks"][0]["text"] == "Ouch¹.²"
 
 
 def test_corpus_chart_and_headers(corpus: Path) -> None:

@@ -28,8 +28,10 @@ Blocks, in reading order:
    sections reference them), footnotes (``"footnote"``), endnotes (``"endnote"``) and comments (``"comment"``,
    with ``attrs.author``). These have no section path (they belong to no heading). A cited footnote or endnote
    leads with the mark Word prints (numbered in citation order, in the section's note format, by default 1, 2, ...
-   for footnotes and i, ii, ... for endnotes; ``attrs.mark``); the marks in the body text are left out (they would
-   run into the word they follow).
+   for footnotes and i, ii, ... for endnotes; ``attrs.mark``); in the body text the reference is that mark in
+   superscript characters, as Word prints it ("Ouchⁱ", "claim¹²"; NFKC folds them to plain letters and digits),
+   or the plain mark when a character of it has no superscript form. A custom mark (``customMarkFollows``) is the
+   run text that follows it.
 
 Coverage counts every ``w:p`` in the parts read; all are extracted unless the output budget cuts the document, when
 the rest are one failed range. What is seen but not read is said: a chart without cached values, a chart or diagram
@@ -48,7 +50,7 @@ from typing import Any
 from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.docx_numbering import ListCounters, Numbering, format_number
+from extract_fn.formats.docx_numbering import ListCounters, Numbering, format_number, superscript
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_chart import ChartUnreadable, read_chart
 from extract_fn.formats.ooxml_drawing import (
@@ -311,6 +313,7 @@ def _sym(el: Any) -> str:
     return chr(val) if 0x20 <= val <= 0x10FFFF else ""
 
 
+NOTE_SENTINEL = "\x00"  # where a note reference stands in a paragraph's text (XML text never holds a NUL)
 _SIMPLE_INLINE = {"tab": "\t", "ptab": "\t", "noBreakHyphen": "-", "softHyphen": ""}
 
 
@@ -358,8 +361,9 @@ def _inline(p: Any) -> Inline:
                 continue
             name = local(tag)
             if name in SKIP_LOCAL:
-                if name in ("footnoteReference", "endnoteReference"):
+                if name in ("footnoteReference", "endnoteReference") and not _on(_attr(el, "customMarkFollows")):
                     inline.notes.append((name[:-9], _attr(el, "id") or ""))
+                    out.append(NOTE_SENTINEL)
                 continue
             if name in _SIMPLE_INLINE:
                 out.append(_SIMPLE_INLINE[name])
@@ -387,6 +391,10 @@ def _inline(p: Any) -> Inline:
             stack.pop()
     inline.text = "".join(out)
     return inline
+
+
+def _on(value: str | None) -> bool:
+    return value in ("1", "true", "on")
 
 
 def _clean(text: str) -> str:
@@ -463,7 +471,8 @@ class _Doc:
         self.paragraphs = 0
         self.pictures = 0
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
-        self.note_refs: list[tuple[str, str]] = []  # (footnote|endnote, id) in the order the body cites them
+        self.note_formats = dict(NOTE_FORMATS)
+        self.marks: dict[tuple[str, str], str] = {}  # (footnote|endnote, id) -> its mark, in citation order
         self.rels: dict[str, str] = {}  # relationship id -> member, of the part being read
         self.stack: list[tuple[int, str, str]] = []  # open headings (depth, block id, text)
         self.budget = 0
@@ -497,8 +506,7 @@ class _Doc:
                 continue
             self.paragraphs += 1
             inline = _inline(el)
-            self.note_refs.extend(inline.notes)
-            t = _clean(self.numbered(el, inline.text)[0])
+            t = _clean(self.numbered(el, self.cite(inline))[0])
             if t:
                 parts.append(t)
             for box in inline.boxes:
@@ -511,6 +519,25 @@ class _Doc:
             for d in inline.drawings:
                 self.count_drawing(d)
         return "\n".join(parts)
+
+    # -- note marks
+
+    def mark(self, kind: str, nid: str) -> str:
+        """The mark of a footnote or endnote: numbered in citation order, in the document's note format."""
+        key = (kind, nid)
+        if key not in self.marks:
+            n = sum(1 for k, _ in self.marks if k == kind) + 1
+            self.marks[key] = format_number(n, self.note_formats.get(kind, "decimal"))
+        return self.marks[key]
+
+    def cite(self, inline: Inline) -> str:
+        """A paragraph's text with each note reference as the superscript mark Word prints there."""
+        pieces = inline.text.split(NOTE_SENTINEL)
+        out = [pieces[0]]
+        for (kind, nid), rest in zip(inline.notes, pieces[1:], strict=False):
+            out.append(superscript(self.mark(kind, nid)))
+            out.append(rest)
+        return "".join(out)
 
     # -- paragraph properties
 
@@ -578,8 +605,7 @@ class _Doc:
         """A body, header, footer or note paragraph: its block, then its text boxes and drawings."""
         self.paragraphs += 1
         inline = _inline(p)
-        self.note_refs.extend(inline.notes)
-        text, depth, info = self.numbered(p, inline.text)
+        text, depth, info = self.numbered(p, self.cite(inline))
         text = _clean(text)
         if text:
             attrs = {**(base or {}), **({"list": info} if info else {})} or None
@@ -686,6 +712,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     doc = _Doc(zf, builder, styles, numbering)
     doc.budget = int(request.max_output_bytes * request.limits.output_share_paged)
     doc.rels = {rid: target for rid, _t, target in rels}
+    doc.note_formats = _note_formats(root)
 
     cut = doc.container(body, None)
     doc.stack = []
@@ -732,9 +759,9 @@ NOTE_PARTS = (("footnotes", "footnote"), ("endnotes", "endnote"), ("comments", "
 NOTE_FORMATS = {"footnote": "decimal", "endnote": "lowerRoman"}  # Word's defaults
 
 
-def _note_marks(doc: _Doc, root: Any) -> dict[tuple[str, str], str]:
-    """The mark Word prints for each cited footnote and endnote: numbered in citation order, in the note format
-    of the document's last section (``w:footnotePr``/``w:endnotePr`` ``w:numFmt``, else Word's default)."""
+def _note_formats(root: Any) -> dict[str, str]:
+    """The note number formats of the document's sections (``w:footnotePr``/``w:endnotePr`` ``w:numFmt``; the last
+    section's win), else Word's defaults."""
     fmts = dict(NOTE_FORMATS)
     for sect in root.iter(*_tags("sectPr")):
         for kind, default in NOTE_FORMATS.items():
@@ -742,18 +769,12 @@ def _note_marks(doc: _Doc, root: Any) -> dict[tuple[str, str], str]:
             fmt = _child(pr, "numFmt") if pr is not None else None
             if fmt is not None:
                 fmts[kind] = _attr(fmt, "val") or default
-    marks: dict[tuple[str, str], str] = {}
-    counts = dict.fromkeys(fmts, 0)
-    for kind, nid in doc.note_refs:
-        if (kind, nid) not in marks and kind in counts:
-            counts[kind] += 1
-            marks[(kind, nid)] = format_number(counts[kind], fmts[kind])
-    return marks
+    return fmts
 
 
 def _notes(doc: _Doc, root: Any, by_type: dict[str, list[str]]) -> bool:
     """Footnotes and endnotes (each first block led by its mark), then comments (with their author)."""
-    marks = _note_marks(doc, root)
+    marks = doc.marks
     for rtype, item in NOTE_PARTS:
         for target in by_type.get(rtype, []):
             part_root = _optional_part(doc.zf, target)

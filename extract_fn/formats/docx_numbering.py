@@ -63,6 +63,19 @@ _FORMATS: dict[str, Callable[[int], str]] = {
 }
 
 
+_SUPERSCRIPTS = str.maketrans(
+    "0123456789abcdefghijklmnoprstuvwxyzABDEGHIJKLMNOPRTUVW",
+    "⁰¹²³⁴⁵⁶⁷⁸⁹ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻᴬᴮᴰᴱᴳᴴᴵᴶᴷᴸᴹᴺᴼᴾᴿᵀᵁⱽᵂ",
+)
+
+
+def superscript(mark: str) -> str:
+    """A note mark as the superscript Word prints (``12`` -> ``¹²``, ``iv`` -> ``ⁱᵛ``); a mark with a character
+    that has no superscript form stays as it is."""
+    up = mark.translate(_SUPERSCRIPTS)
+    return up if all(a != b or not a.isalnum() for a, b in zip(mark, up, strict=True)) else mark
+
+
 def format_number(n: int, fmt: str) -> str:
     """A counter in a ``w:numFmt`` (formats not listed here are shown as decimal)."""
     return _FORMATS.get(fmt, str)(n)
