@@ -3,8 +3,10 @@
 A chart becomes one block (the caller adds it where the chart sits):
 
 - ``text``: the chart's title, its axis titles, then its series names and its categories, one line each
-  (series and categories joined with `` | ``). A title element with no text of its own is shown by Office as the
-  only series' name, or "Chart Title" when there are several, and is read the same way.
+  (series and categories joined with `` | ``; the series line left out when it is the title again). A title
+  element with no text of its own is shown by Office as the only series' name, or "Chart Title" when there are
+  several, and is read the same way; a chart with no title element has no title line. Axis tick labels are not
+  in the part (the drawing application computes them), so they are not in the text.
 - ``attrs.chart``: the chart type(s) of the plot area (``bar``, ``line``, ``pie``, ``scatter``, ... joined by
   ``+`` for a combination chart), ``attrs.table``: the cached values as ``{"columns": [category label, series
   names...], "rows": [[category, value, ...], ...]}`` like a DOCX table block's, every value the cached text as
@@ -59,9 +61,9 @@ class Chart:
         if self.title:
             lines.append(self.title)
         lines.extend(self.axis_titles)
-        names = [s.name for s in self.series if s.name]
-        if names:
-            lines.append(" | ".join(names))
+        names = " | ".join(s.name for s in self.series if s.name)
+        if names and names != self.title:  # a one-series chart's title is often its series' name
+            lines.append(names)
         cats = [c for c in self.categories if c]
         if cats:
             lines.append(" | ".join(cats))
