@@ -272,3 +272,11 @@ def test_corpus_chart_and_headers(corpus: Path) -> None:
     h = run((corpus / "docx/python-docx-hdr-header-footer.docx").read_bytes())
     parts = [(b["text"], b["attrs"]["part"]) for b in h["blocks"] if "part" in b.get("attrs", {})]
     assert parts == [("Header for section-1", "header"), ("Footer for section 1", "footer")]
+
+
+def test_hostile_numbering_stays_small() -> None:
+    """A letter list started at a billion is shown in digits, not a billion-letter label; an unknown format is
+    decimal; a list level that is not defined gives no label."""
+    numbering = _numbering(_lvl(0, "lowerLetter", "%1)", start=1_000_000_000), _lvl(1, "chicago-ish", "%2."))
+    a = run(make_docx(_item("big", 0) + _item("odd", 1) + _item("undefined", 5), parts={"numbering.xml": numbering}))
+    assert _texts(a) == ["1000000000) big", "1. odd", "undefined"]

@@ -39,9 +39,12 @@ def roman(n: int) -> str:
     return "".join(out)
 
 
+MAX_LETTER_REPEAT = 30  # past "zzz...z" (30 letters) a letter number is shown in digits: a huge w:start stays small
+
+
 def letters(n: int) -> str:
     """Word's letter numbering: a..z, then aa..zz, aaa.. (the letter repeated, not base 26)."""
-    if n <= 0:
+    if n <= 0 or n > 26 * MAX_LETTER_REPEAT:
         return str(n)
     return chr(ord("a") + (n - 1) % 26) * ((n - 1) // 26 + 1)
 
