@@ -280,3 +280,20 @@ def test_hostile_numbering_stays_small() -> None:
     numbering = _numbering(_lvl(0, "lowerLetter", "%1)", start=1_000_000_000), _lvl(1, "chicago-ish", "%2."))
     a = run(make_docx(_item("big", 0) + _item("odd", 1) + _item("undefined", 5), parts={"numbering.xml": numbering}))
     assert _texts(a) == ["1000000000) big", "1. odd", "undefined"]
+
+
+def test_a_chart_part_drawn_many_times_is_read_once(monkeypatch: Any) -> None:
+    from extract_fn.formats import docx_format
+
+    reads: list[str] = []
+    real = docx_format.parse_part
+
+    def counting(zf: Any, name: str, kind: str) -> Any:
+        reads.append(name)
+        return real(zf, name, kind)
+
+    monkeypatch.setattr(docx_format, "parse_part", counting)
+    body = "".join(f"<w:p>{_chart_run()}</w:p>" for _ in range(50))
+    a = run(make_docx(body, parts={"charts/chart1.xml": _chart_part()}))
+    assert sum(1 for b in a["blocks"] if "chart" in b.get("attrs", {})) == 50
+    assert reads.count("word/charts/chart1.xml") == 1

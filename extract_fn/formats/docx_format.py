@@ -52,7 +52,7 @@ from lxml import etree
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.docx_numbering import ListCounters, Numbering, format_number, superscript
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.ooxml_chart import ChartUnreadable, read_chart
+from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
 from extract_fn.formats.ooxml_drawing import (
     alt_text,
     diagram_texts,
@@ -468,6 +468,7 @@ class _Doc:
         self.styles = styles
         self.numbering = numbering
         self.counters = ListCounters(numbering)
+        self.charts = ChartCache()
         self.paragraphs = 0
         self.pictures = 0
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
@@ -659,16 +660,15 @@ class _Doc:
         if target is None or not has_member(self.zf, target):
             self.builder.fail(unit, f"the {d.kind}'s part is missing from the package")
             return
-        root = parse_part(self.zf, target, KIND)
         if d.kind == "chart":
             try:
-                chart = read_chart(root)
+                chart = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
             except ChartUnreadable as exc:
                 self.builder.fail(unit, str(exc))
                 return
             self.add("paragraph", chart.text(), {**(base or {}), **chart.attrs()})
         else:
-            texts = diagram_texts(root)
+            texts = diagram_texts(parse_part(self.zf, target, KIND))
             if texts:
                 self.add("paragraph", "\n".join(texts), {**(base or {}), "diagram": True})
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,3 +222,24 @@ def _format_date(value: str, code: str) -> str:
     }
     fmt = _QUOTED.sub(lambda m: m.group().strip('"[]').lstrip("\\"), code.split(";", 1)[0])
     return _DATE_TOKEN.sub(lambda m: parts[m.group().lower()], fmt)
+
+
+class ChartCache:
+    """Each chart part read once per file, however many drawings point at it (a part referenced a thousand times is
+    not parsed a thousand times)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, Chart | str] = {}
+
+    def read(self, part: str, load: Callable[[str], Any]) -> Chart:
+        """The chart of ``part`` (``load`` parses it, once); ``ChartUnreadable`` as the first read raised it."""
+        hit = self._seen.get(part)
+        if hit is None:
+            try:
+                hit = read_chart(load(part))
+            except ChartUnreadable as exc:
+                hit = str(exc)
+            self._seen[part] = hit
+        if isinstance(hit, str):
+            raise ChartUnreadable(hit)
+        return hit

@@ -34,7 +34,7 @@ from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.ooxml_chart import ChartUnreadable, read_chart
+from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
 from extract_fn.formats.ooxml_drawing import (
     alt_text,
     diagram_texts,
@@ -188,6 +188,7 @@ class _Deck:
         self.zf = zf
         self.builder = builder
         self.pictures = 0  # pictures seen: their pixels (any text drawn in them) are not read
+        self.charts = ChartCache()
 
     def slide(self, number: int, part: str, hidden_hint: bool) -> None:
         b = self.builder
@@ -280,7 +281,7 @@ class _Deck:
             chart = next((c for c in data if local(c.tag) == "chart"), None)
             target = self.related(rels, _rid(chart) if chart is not None else None, "chart")
             try:
-                read = read_chart(parse_part(self.zf, target, KIND))
+                read = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
             except ChartUnreadable as exc:
                 raise ExtractionError(ErrorCode.CORRUPT, str(exc)) from None
             return "chart", read.text(), read.attrs()

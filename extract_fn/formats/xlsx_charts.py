@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from extract_fn.formats.ooxml_chart import ChartUnreadable, read_chart
+from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
 from extract_fn.formats.ooxml_drawing import r_attr
 from extract_fn.formats.ooxml_text import local
 from extract_fn.formats.table_values import OutputBudget
@@ -47,8 +47,10 @@ def add_sheet_charts(
     sheet: str,
     part: str | None,
     io: tuple[Rels, Callable[[str], Any], Callable[[str], bool]],
+    charts: ChartCache,
 ) -> None:
-    """Blocks (or failed units) for the charts of one sheet; ``io`` is the package's (rels, parse, has)."""
+    """Blocks (or failed units) for the charts of one sheet; ``io`` is the package's (rels, parse, has), ``charts``
+    the workbook's chart cache."""
     rels, parse, has = io
     if part is None or not has(part):
         return
@@ -58,7 +60,7 @@ def add_sheet_charts(
             builder.fail(unit, "the chart's part is missing from the package")
             continue
         try:
-            chart = read_chart(parse(target))
+            chart = charts.read(target, parse)
         except ChartUnreadable as exc:
             builder.fail(unit, str(exc))
             continue

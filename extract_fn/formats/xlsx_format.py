@@ -54,6 +54,7 @@ from typing import Any, Final
 from extract_fn.formats import safe_xml
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.ooxml_chart import ChartCache
 from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
@@ -114,6 +115,7 @@ def _corrupt(message: str) -> ExtractionError:
 class Package:
     zf: zipfile.ZipFile
     names: dict[str, str]  # normalized part name (forward slashes, no leading "/") -> the zip's own name
+    charts: ChartCache = field(default_factory=ChartCache)  # each chart part read once (xlsx_charts)
 
     def has(self, part: str) -> bool:
         return part in self.names
@@ -451,13 +453,14 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
 
 
 def _charts(builder: ArtifactBuilder, budget: OutputBudget, pkg: Package, name: str, info: SheetInfo | None) -> None:
-    """The sheet's charts, after its rows (``xlsx_charts``)."""
+    """The sheet's charts, after its rows (``xlsx_charts``; each chart part read once per workbook)."""
     add_sheet_charts(
         builder,
         budget,
         sheet=name,
         part=info.part if info is not None else None,
         io=(lambda part: _rels(pkg, part), lambda part: _parse_xml(pkg, part), pkg.has),
+        charts=pkg.charts,
     )
 
 
