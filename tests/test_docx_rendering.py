@@ -297,3 +297,13 @@ def test_a_chart_part_drawn_many_times_is_read_once(monkeypatch: Any) -> None:
     a = run(make_docx(body, parts={"charts/chart1.xml": _chart_part()}))
     assert sum(1 for b in a["blocks"] if "chart" in b.get("attrs", {})) == 50
     assert reads.count("word/charts/chart1.xml") == 1
+
+
+def test_imported_document_is_a_failed_unit() -> None:
+    chunk = '<w:altChunk r:id="rId10"/>'
+    a = run(make_docx(p("Before") + chunk + "<w:tbl><w:tr><w:tc>" + chunk + p("cell") + "</w:tc></w:tr></w:tbl>"))
+    assert [b["text"] for b in a["blocks"]] == ["Before", "cell"]
+    assert a["coverage"]["failed"] == [
+        {"unit": "imported document 1", "reason": "an imported document (altChunk) is not read"},
+        {"unit": "imported document 2", "reason": "an imported document (altChunk) is not read"},
+    ]

@@ -35,7 +35,8 @@ Blocks, in reading order:
 
 Coverage counts every ``w:p`` in the parts read; all are extracted unless the output budget cuts the document, when
 the rest are one failed range. What is seen but not read is said: a chart without cached values, a chart or diagram
-whose part is missing, an embedded (OLE) object is a failed unit (``chart N``, ``diagram N``, ``embedded object N``);
+whose part is missing, an embedded (OLE) object, an imported document (``w:altChunk``) is a failed unit (``chart N``,
+``diagram N``, ``embedded object N``, ``imported document N``);
 pictures make ``coverage.lost`` ``image_text`` (their pixels are not read), with a warning counting them.
 """
 
@@ -96,6 +97,7 @@ T_PPR = _tags("pPr")
 T_TCPR = _tags("tcPr")
 T_TRPR = _tags("trPr")
 T_TXBX = _tags("txbxContent")
+T_ALT_CHUNK = _tags("altChunk")  # an imported document (HTML, RTF, another docx) Word converts when it opens
 T_MC_ALT = frozenset({f"{{{MC_NS}}}AlternateContent"})
 T_MC_CHOICE = frozenset({f"{{{MC_NS}}}Choice"})
 # block-level wrappers read through
@@ -268,7 +270,7 @@ def _blocks_in(container: Any) -> Iterator[Any]:
     while stack:
         for el in stack[-1]:
             tag = el.tag
-            if tag in T_P or tag in T_TBL:
+            if tag in T_P or tag in T_TBL or tag in T_ALT_CHUNK:
                 yield el
                 continue
             inner = el
@@ -287,7 +289,7 @@ def _blocks_in(container: Any) -> Iterator[Any]:
 class Drawing:
     """Something drawn in a paragraph that is no run text: a chart, a SmartArt diagram, a picture, an object."""
 
-    kind: str  # chart, diagram, picture, object
+    kind: str  # chart, diagram, picture, object, imported document
     rid: str | None = None
     alt: str = ""
     name: str = ""
@@ -501,6 +503,9 @@ class _Doc:
     def cell_text(self, tc: Any, depth: int) -> str:
         parts: list[str] = []
         for el in _blocks_in(tc):
+            if el.tag in T_ALT_CHUNK:
+                self.alt_chunk()
+                continue
             if el.tag in T_TBL:
                 for r in self.table_rows(el, depth + 1):
                     parts.append(" | ".join(c or "" for c in r))
@@ -633,9 +638,15 @@ class _Doc:
                 return True
             if el.tag in T_TBL:
                 self.table(el, base)
+            elif el.tag in T_ALT_CHUNK:
+                self.alt_chunk()
             else:
                 self.paragraph(el, base)
         return False
+
+    def alt_chunk(self) -> None:
+        n = self.count_drawing(Drawing("imported document"))
+        self.builder.fail(f"imported document {n}", "an imported document (altChunk) is not read")
 
     # -- drawings
 
