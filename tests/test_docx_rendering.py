@@ -131,7 +131,7 @@ def _drawing(graphic: str, descr: str = "", name: str = "Drawing 1") -> str:
     )
 
 
-def _chart_part(values: bool = True) -> str:
+def _chart_part(values: bool = True, shown: bool = True) -> str:
     def num(vals: list[str]) -> str:
         if not values:
             return "<c:numRef><c:f>Sheet1!$B$2:$B$3</c:f></c:numRef>"
@@ -149,12 +149,16 @@ def _chart_part(values: bool = True) -> str:
     def rich(text: str) -> str:
         return f"<c:title><c:tx><c:rich><a:p><a:r><a:t>{text}</a:t></a:r></a:p></c:rich></c:tx></c:title>"
 
+    def cat_axis(shown: bool) -> str:
+        return f"<c:catAx><c:delete val='0'/><c:tickLblPos val='{'nextTo' if shown else 'none'}'/></c:catAx>"
+
     title = rich("Sales by region")
     axis = f"<c:valAx>{rich('Units sold')}</c:valAx>"
     return (
         f'<c:chartSpace xmlns:c="{C_NS}" xmlns:a="{A_NS}"><c:chart>{title}<c:plotArea>'
         f"<c:barChart>{ser('2024', ['10', '12.5'])}{ser('2025', ['11', '14'])}</c:barChart>"
-        f"<c:lineChart>{ser('Target', ['9', '13'])}</c:lineChart>{axis}</c:plotArea></c:chart></c:chartSpace>"
+        f"<c:lineChart>{ser('Target', ['9', '13'])}</c:lineChart>{cat_axis(shown)}{axis}</c:plotArea>"
+        f"{'<c:legend/>' if shown else ''}</c:chart></c:chartSpace>"
     )
 
 
@@ -179,6 +183,10 @@ def test_chart_is_a_block_with_its_values() -> None:
         "rows": [["North", "10", "11", "9"], ["South", "12.5", "14", "13"]],
     }
     assert a["coverage"]["complete"] is True
+    # no legend and the category axis without labels: the slide prints neither, the values' table keeps both
+    hidden = run(make_docx(body, parts={"charts/chart1.xml": _chart_part(shown=False)}))
+    assert _texts(hidden)[1] == "Sales by region\nUnits sold"
+    assert hidden["blocks"][1]["attrs"]["table"] == chart["table"]
 
 
 def test_chart_without_cached_values_is_a_failed_unit() -> None:

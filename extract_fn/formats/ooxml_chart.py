@@ -3,7 +3,11 @@
 A chart becomes one block (the caller adds it where the chart sits):
 
 - ``text``: the chart's title, its axis titles, then its series names and its categories, one line each
-  (series and categories joined with `` | ``; the series line left out when it is the title again). A title
+  (series and categories joined with `` | ``; the series line left out when it is the title again), as far as
+  the chart prints them: series names when it has a legend (a pie's legend names its categories instead) or data
+  labels that show them, categories when a category or date axis is drawn with labels (not ``c:delete``, not
+  ``tickLblPos none``) or data labels show them. A scatter or bubble chart's x values are numbers on a value axis,
+  not labels: they are in ``attrs.table`` only. Whatever the text leaves out is in ``attrs.table``. A title
   element with no text of its own is shown by Office as the only series' name, or "Chart Title" when there are
   several, and is read the same way; a chart with no title element has no title line. Axis tick labels are not
   in the part (the drawing application computes them), so they are not in the text.
@@ -44,12 +48,17 @@ class _Series:
     cats: dict[int, str] = field(default_factory=dict)
 
 
+PIE_KINDS = frozenset({"pie", "pie3D", "doughnut", "ofPie"})  # no axes: a legend names their categories
+
+
 @dataclass
 class Chart:
     kinds: list[str]
     title: str | None
     axis_titles: list[str]
     series: list[_Series]
+    show_series: bool = True  # the chart prints its series names (a legend, or data labels naming them)
+    show_categories: bool = True  # the chart prints its category labels (an axis's labels, a pie's legend)
 
     @property
     def categories(self) -> list[str]:
@@ -62,10 +71,10 @@ class Chart:
         if self.title:
             lines.append(self.title)
         lines.extend(self.axis_titles)
-        names = " | ".join(s.name for s in self.series if s.name)
+        names = " | ".join(s.name for s in self.series if s.name) if self.show_series else ""
         if names and names != self.title:  # a one-series chart's title is often its series' name
             lines.append(names)
-        cats = [c for c in self.categories if c]
+        cats = [c for c in self.categories if c] if self.show_categories else []
         if cats:
             lines.append(" | ".join(cats))
         return "\n".join(lines)
@@ -181,7 +190,30 @@ def read_chart(root: Any) -> Chart:
     title = _title(chart, series)
     if not any(s.points or s.cats for s in series):
         raise ChartUnreadable("the chart holds no cached values (only references into its workbook)")
-    return Chart(kinds, title, axis_titles, series)
+    legend = _child(chart, "legend") is not None
+    pie = bool(kinds) and all(k in PIE_KINDS for k in kinds)
+    show_series = (legend and not pie) or _labels_show(plot, "showSerName")
+    show_categories = (legend if pie else _category_axis_shown(plot)) or _labels_show(plot, "showCatName")
+    return Chart(kinds, title, axis_titles, series, show_series, show_categories)
+
+
+def _labels_show(plot: Any, flag: str) -> bool:
+    """Whether any data labels of the plot area print ``flag`` (``showSerName``, ``showCatName``)."""
+    return any(local(el.tag) == flag and el.get("val") in ("1", "true") for el in plot.iter())
+
+
+def _category_axis_shown(plot: Any) -> bool:
+    """Whether a category or date axis is drawn with its labels (not deleted, labels not ``none``)."""
+    for ax in plot:
+        if local(ax.tag) not in ("catAx", "dateAx"):
+            continue
+        deleted = _child(ax, "delete")
+        labels = _child(ax, "tickLblPos")
+        if (deleted is None or deleted.get("val") in ("0", "false")) and (
+            labels is None or labels.get("val") != "none"
+        ):
+            return True
+    return False
 
 
 def _title(chart: Any, series: list[_Series]) -> str | None:

@@ -215,7 +215,7 @@ class _Deck:
                     continue
                 if kind == "picture":
                     self.pictures += 1
-                elif not text:
+                elif not text and kind != "chart":  # a chart that prints no label still has its values
                     continue
                 if kind == "title" and title is None:
                     title = text
