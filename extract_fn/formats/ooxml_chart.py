@@ -33,6 +33,8 @@ from extract_fn.formats.ooxml_text import local
 
 MAX_POINTS = 100_000  # points kept per series (a bigger cache is cut, with the text still whole)
 DEFAULT_TITLE = "Chart Title"
+EPOCH_1900 = dt.date(1899, 12, 30)  # serial day 0 as Excel counts (its 1900 leap-year bug folded in past day 60)
+EPOCH_1904 = dt.date(1904, 1, 1)  # c:date1904 (a Mac workbook's date system)
 _DATE_TOKEN = re.compile(r"yyyy|yy|mmmm|mmm|mm|m|dddd|ddd|dd|d", re.IGNORECASE)
 _QUOTED = re.compile(r'"[^"]*"|\\.|\[[^\]]*\]')
 
@@ -113,7 +115,7 @@ def _rich_text(el: Any) -> str:
     return " ".join(v.strip() for v in _cache_values(el).values() if v.strip())
 
 
-def _cache_values(el: Any) -> dict[int, str]:
+def _cache_values(el: Any, epoch: dt.date = EPOCH_1900) -> dict[int, str]:
     """idx -> cached text of the first ``strCache``/``numCache`` (or literal) under ``el``; multi-level: joined."""
     out: dict[int, str] = {}
     for cache in el.iter():
@@ -122,7 +124,7 @@ def _cache_values(el: Any) -> dict[int, str]:
             _points(cache, out)
             code = _child(cache, "formatCode")
             if code is not None and code.text and _is_date_format(code.text):
-                out = {i: _format_date(v, code.text) for i, v in out.items()}
+                out = {i: _format_date(v, code.text, epoch) for i, v in out.items()}
             return out
         if name == "multiLvlStrCache":
             for lvl in _children(cache, "lvl"):
@@ -147,18 +149,18 @@ def _points(cache: Any, out: dict[int, str]) -> None:
             out[idx] = v.text
 
 
-def _series(ser: Any) -> _Series:
+def _series(ser: Any, epoch: dt.date) -> _Series:
     tx = _child(ser, "tx")
     s = _Series(_rich_text(tx) if tx is not None else "")
     for name in ("cat", "xVal"):
         el = _child(ser, name)
         if el is not None:
-            s.cats = _cache_values(el)
+            s.cats = _cache_values(el, epoch)
             break
     for name in ("val", "yVal"):
         el = _child(ser, name)
         if el is not None:
-            s.points = _cache_values(el)
+            s.points = _cache_values(el, epoch)
             break
     return s
 
@@ -171,6 +173,8 @@ def read_chart(root: Any) -> Chart:
     plot = _child(chart, "plotArea") if chart is not None else None
     if plot is None:
         raise ChartUnreadable("the chart part has no plot area")
+    d1904 = _child(root, "date1904")
+    epoch = EPOCH_1904 if d1904 is not None and d1904.get("val") in ("1", "true") else EPOCH_1900
     kinds: list[str] = []
     series: list[_Series] = []
     axis_titles: list[str] = []
@@ -180,7 +184,7 @@ def read_chart(root: Any) -> Chart:
             kind = name[: -len("Chart")]
             if kind not in kinds:
                 kinds.append(kind)
-            series.extend(_series(ser) for ser in _children(el, "ser"))
+            series.extend(_series(ser, epoch) for ser in _children(el, "ser"))
         elif name.endswith("Ax"):
             t = _child(el, "title")
             if t is not None:
@@ -233,11 +237,11 @@ def _is_date_format(code: str) -> bool:
     return "general" not in bare and bool(re.search(r"[dy]", bare))
 
 
-def _format_date(value: str, code: str) -> str:
+def _format_date(value: str, code: str, epoch: dt.date = EPOCH_1900) -> str:
     """A serial day number shown with a number format's date parts (``m/d/yy`` -> ``1/5/02``); else as cached."""
     try:
         serial = float(value)
-        day = dt.date(1899, 12, 30) + dt.timedelta(days=int(serial))
+        day = epoch + dt.timedelta(days=int(serial))
     except (ValueError, OverflowError):
         return value
     parts = {
