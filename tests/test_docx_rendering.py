@@ -315,3 +315,15 @@ def test_imported_document_is_a_failed_unit() -> None:
         {"unit": "imported document 1", "reason": "an imported document (altChunk) is not read"},
         {"unit": "imported document 2", "reason": "an imported document (altChunk) is not read"},
     ]
+
+
+def test_broken_chart_or_diagram_part_fails_its_unit_not_the_document() -> None:
+    diagram = _drawing(
+        f'<a:graphicData uri="{DGM_NS}"><dgm:relIds xmlns:dgm="{DGM_NS}" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" r:dm="rId11"/></a:graphicData>'
+    )
+    body = f"<w:p><w:r><w:t>Kept</w:t></w:r>{_chart_run()}{diagram}</w:p>"
+    a = run(make_docx(body, parts={"charts/chart1.xml": "<c:chartSpace", "diagrams/data1.xml": "<oops"}))
+    assert _texts(a) == ["Kept"]
+    assert [f["unit"] for f in a["coverage"]["failed"]] == ["chart 1", "diagram 1"]
+    assert all("not well-formed" in f["reason"] or "XML" in f["reason"] for f in a["coverage"]["failed"])

@@ -58,3 +58,18 @@ def test_chart_without_cached_values_is_a_failed_unit() -> None:
     ]
     assert a["coverage"]["complete"] is False
     assert a["coverage"]["extracted"] == a["coverage"]["total"] == 2  # the rows are all there
+
+
+def test_broken_chart_part_fails_its_unit_not_the_workbook(corpus: Path) -> None:
+    import io
+    import zipfile
+
+    src = zipfile.ZipFile(io.BytesIO((corpus / "xlsx/docling-xlsx-03-chartsheet.xlsx").read_bytes()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            body = b"<c:chartSpace" if info.filename == "xl/charts/chart1.xml" else src.read(info.filename)
+            dst.writestr(info, body)
+    a = run(out.getvalue())
+    assert [f["unit"] for f in a["coverage"]["failed"]] == ["sheet 'Duck Chart' chart 1"]
+    assert a["tables"]  # the sheets are read

@@ -64,6 +64,7 @@ from extract_fn.formats.ooxml_drawing import (
 )
 from extract_fn.formats.ooxml_math import linear_text
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from shared.artifact_builder import make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -679,7 +680,15 @@ class _Doc:
                 return
             self.add("paragraph", chart.text(), {**(base or {}), **chart.attrs()})
         else:
-            texts = diagram_texts(parse_part(self.zf, target, KIND))
+            try:
+                texts = diagram_texts(parse_part(self.zf, target, KIND))
+            except DtdRefused:
+                raise
+            except ExtractionError as exc:  # a broken diagram part is that diagram's failure, not the document's
+                if exc.code == ErrorCode.RESOURCE_LIMIT:
+                    raise
+                self.builder.fail(unit, exc.message)
+                return
             if texts:
                 self.add("paragraph", "\n".join(texts), {**(base or {}), "diagram": True})
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extract_fn.formats.ooxml_text import local
+from extract_fn.formats.safe_xml import DtdRefused
+from shared.contract import ErrorCode, ExtractionError
 
 MAX_POINTS = 100_000  # points kept per series (a bigger cache is cut, with the text still whole)
 DEFAULT_TITLE = "Chart Title"
@@ -268,13 +270,20 @@ class ChartCache:
         self._seen: dict[str, Chart | str] = {}
 
     def read(self, part: str, load: Callable[[str], Any]) -> Chart:
-        """The chart of ``part`` (``load`` parses it, once); ``ChartUnreadable`` as the first read raised it."""
+        """The chart of ``part`` (``load`` parses it, once); ``ChartUnreadable`` as the first read raised it, or
+        with the message of the ``corrupt`` error a broken part gave (a DTD or a resource limit still ends the file)."""
         hit = self._seen.get(part)
         if hit is None:
             try:
                 hit = read_chart(load(part))
             except ChartUnreadable as exc:
                 hit = str(exc)
+            except DtdRefused:  # a DTD anywhere refuses the whole file
+                raise
+            except ExtractionError as exc:  # a broken chart part is that chart's failure, not the file's
+                if exc.code == ErrorCode.RESOURCE_LIMIT:
+                    raise
+                hit = exc.message
             self._seen[part] = hit
         if isinstance(hit, str):
             raise ChartUnreadable(hit)
