@@ -57,6 +57,8 @@ def test_list_numbers_are_rendered_in_text_and_attrs() -> None:
         + _item("two", 0)
         + _item("two point one", 1)
         + _item("restarted list", 0, num=2)
+        + p("", '<w:numPr><w:ilvl w:val="0"/><w:numId w:val="2"/></w:numPr>')  # empty: no block, but number 8
+        + _item("after an empty item", 0, num=2)
     )
     a = run(make_docx(body, parts={"numbering.xml": numbering}))
     assert _texts(a) == [
@@ -70,6 +72,7 @@ def test_list_numbers_are_rendered_in_text_and_attrs() -> None:
         "2. two",
         "2.1 two point one",
         "7. restarted list",  # another w:num of the same list, started at 7 by its override
+        "9. after an empty item",  # Word numbers an empty list paragraph too
     ]
     first = a["blocks"][0]["attrs"]["list"]
     assert first == {"num_id": "1", "level": 0, "format": "decimal", "label": "1."}

@@ -580,9 +580,9 @@ class _Doc:
         depth, num = self.para_props(p)
         if num is None:
             return text, depth, None
-        label = self.counters.label(num[0], num[1]) if _clean(text) else ""
+        label = self.counters.label(num[0], num[1])  # an empty numbered paragraph shows (and takes) its number too
         info: dict[str, Any] = {"num_id": num[0], "level": num[1], "format": self.numbering.fmt(num[0], num[1])}
-        if label:
+        if label and _clean(text):
             info["label"] = label
             text = f"{label} {_clean(text)}"
         return text, depth, info
