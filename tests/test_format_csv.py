@@ -358,3 +358,15 @@ def test_columns_past_the_contract_bound_are_cut_and_reported() -> None:
         {"unit": "table 't.csv' columns 16385-16390", "reason": "past the contract's 16384 columns"}
     ]
     assert art["coverage"]["complete"] is False
+
+
+def test_csv_spectrum_newlines_crlf_as_published(corpus: Path) -> None:
+    """newlines_crlf.csv as csv-spectrum publishes it (CRLF line endings; the corpus copy lost its CRs): the CRLF
+    inside the quoted field stays CRLF, exactly as its JSON expects."""
+    folder = corpus / "csv" / "csv-spectrum"
+    data = (folder / "newlines_crlf.csv").read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    expected = json.loads((folder / "newlines_crlf.json").read_text(encoding="utf-8"))
+    t = table(run(data))
+    assert t["rows"][1][0] == expected[1]["a"] == "Once upon \r\na time"
+    block = next(b for b in run(data)["blocks"] if "Once upon" in b["text"])
+    assert "Once upon \r\na time" in block["text"]

@@ -127,8 +127,11 @@ def test_deck_structure() -> None:
     assert backup["attrs"] == {"hidden": True}
     chart = next(b for b in blocks if b.get("attrs", {}).get("chart"))
     assert chart["attrs"]["hidden"] is True
-    for piece in ("Sales by region", "Sales 2024", "North", "South"):
+    for piece in ("Sales by region", "North", "South"):
         assert piece in chart["text"]
+    # no legend: the series name is not printed on the slide, so it is in the values' table only
+    assert "Sales 2024" not in chart["text"]
+    assert chart["attrs"]["table"]["columns"] == ["", "Sales 2024"]
     assert a["coverage"] == {"unit": "slides", "total": 4, "extracted": 4, "failed": [], "lost": [], "complete": True}
     assert a["parser"] == "loom-pptx"
 

@@ -1,30 +1,43 @@
-"""DOCX: one lxml pass over the package's parts (coverage unit "paragraphs").
+"""DOCX: one lxml pass over the package's parts (coverage unit "paragraphs"), as Word shows the document.
 
 Blocks, in reading order:
 
 1. the body in document order (content controls, custom XML and tracked insertions are read through; deleted text,
-   field instructions and the VML fallback of drawings are not):
+   field instructions and the VML fallback of drawings are not; a field's cached result is read as text, so PAGE,
+   NUMPAGES, DATE, REF and TOC entries read as Word last showed them):
 
    - ``heading``: a paragraph whose style (or its ``basedOn`` chain) is ``Title`` (depth 0) or ``heading N``
      (depth N), or that has an outline level (``w:outlineLvl`` 0-8: depth level + 1), in the paragraph or its
      style; its section path is the headings above it plus itself, its parent the enclosing heading;
    - ``list``: a numbered or bulleted paragraph (``w:numPr`` in the paragraph or its style, numId not 0):
-     ``depth`` = ``w:ilvl``, ``attrs.list`` = ``{"num_id", "level", "format"}`` (the level's ``w:numFmt``:
-     bullet, decimal, ...);
+     ``depth`` = ``w:ilvl``, ``attrs.list`` = ``{"num_id", "level", "format", "label"}`` (the level's
+     ``w:numFmt``: bullet, decimal, ...; ``label`` what Word shows, ``docx_numbering``). The label leads the text
+     ("1.2 Scope", "a) first", "• item"), of a numbered heading too (which also gets ``attrs.list``);
    - ``paragraph``: any other paragraph with text (empty paragraphs make no block but count as extracted);
+     equations (OMML) are linear text (``ooxml_math``);
    - a table: one ``paragraph`` block whose text is the rows (cells joined with `` | ``, rows with newlines) and
      ``attrs.table`` = ``{"columns": first row, "rows": the other rows}``, every row as wide as the table's grid.
      A cell merged into the one before it (the ``gridSpan`` columns past the first, or a ``vMerge`` continuation)
      is ``null``: merged text is never repeated. A nested table's text is part of its cell's text;
-   - the text of a text box (``w:txbxContent``) right after the paragraph it is anchored in, as ``paragraph``
-     blocks with ``attrs.textbox = true``.
+   - right after the paragraph they are anchored in: the text of its text boxes and DrawingML shapes
+     (``w:txbxContent``) as blocks with ``attrs.textbox = true``; its charts (``ooxml_chart``: ``attrs.chart``,
+     ``attrs.table``); its SmartArt diagrams (the data part's text, ``attrs.diagram = true``); its pictures (a block
+     with empty text and ``attrs.image`` = ``{"alt": alt text, "name"}``).
 
 2. then, with ``attrs.part``: headers and footers (``"header"``/``"footer"``, once per part, in the order the
    sections reference them), footnotes (``"footnote"``), endnotes (``"endnote"``) and comments (``"comment"``,
-   with ``attrs.author``). These have no section path (they belong to no heading).
+   with ``attrs.author``). These have no section path (they belong to no heading). A cited footnote or endnote
+   leads with the mark Word prints (numbered in citation order, in the section's note format, by default 1, 2, ...
+   for footnotes and i, ii, ... for endnotes; ``attrs.mark``); in the body text the reference is that mark in
+   superscript characters, as Word prints it ("Ouchⁱ", "claim¹²"; NFKC folds them to plain letters and digits),
+   or the plain mark when a character of it has no superscript form. A custom mark (``customMarkFollows``) is the
+   run text that follows it.
 
-Math (OMML) text is read as text. Coverage counts every ``w:p`` in the parts read; all are extracted unless the
-output budget cuts the document, when the rest are one failed range.
+Coverage counts every ``w:p`` in the parts read; all are extracted unless the output budget cuts the document, when
+the rest are one failed range. What is seen but not read is said: a chart without cached values, a chart or diagram
+whose part is missing, an embedded (OLE) object, an imported document (``w:altChunk``) is a failed unit (``chart N``,
+``diagram N``, ``embedded object N``, ``imported document N``);
+pictures make ``coverage.lost`` ``image_text`` (their pixels are not read), with a warning counting them.
 """
 
 from __future__ import annotations
@@ -32,15 +45,28 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.docx_numbering import ListCounters, Numbering, format_number, superscript
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
+from extract_fn.formats.ooxml_drawing import (
+    alt_text,
+    diagram_texts,
+    find_local,
+    graphic_kind,
+    r_attr,
+    report_pictures,
+)
+from extract_fn.formats.ooxml_math import linear_text
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
-from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.artifact_builder import make_locator
 from shared.contract import ErrorCode, ExtractionError
 
 KIND = "docx"
@@ -72,6 +98,7 @@ T_PPR = _tags("pPr")
 T_TCPR = _tags("tcPr")
 T_TRPR = _tags("trPr")
 T_TXBX = _tags("txbxContent")
+T_ALT_CHUNK = _tags("altChunk")  # an imported document (HTML, RTF, another docx) Word converts when it opens
 T_MC_ALT = frozenset({f"{{{MC_NS}}}AlternateContent"})
 T_MC_CHOICE = frozenset({f"{{{MC_NS}}}Choice"})
 # block-level wrappers read through
@@ -128,15 +155,24 @@ class _Styles:
     """Paragraph styles: heading depth, outline level and numbering, resolved through basedOn."""
 
     def __init__(self, root: Any | None) -> None:
-        self.raw: dict[str, tuple[str, str | None, int | None, tuple[str, int] | None]] = {}
-        self.cache: dict[str, tuple[int | None, tuple[str, int] | None]] = {}
+        self.raw: dict[str, tuple[str, str | None, int | None, NumPr | None]] = {}
+        self.cache: dict[str, tuple[int | None, NumPr | None]] = {}
+        self.numbering_styles: dict[str, str] = {}  # numbering style id -> its numId
         if root is None:
             return
         for st in root:
-            if local(st.tag) != "style" or _attr(st, "type") not in (None, "paragraph"):
+            if local(st.tag) != "style":
                 continue
             sid = _attr(st, "styleId")
             if not sid:
+                continue
+            if _attr(st, "type") == "numbering":
+                ppr = _child(st, "pPr")
+                link = _num_pr(ppr) if ppr is not None else None
+                if link is not None:
+                    self.numbering_styles[sid] = link[0]
+                continue
+            if _attr(st, "type") not in (None, "paragraph"):
                 continue
             name_el = _child(st, "name")
             name = (_attr(name_el, "val") or "") if name_el is not None else ""
@@ -144,13 +180,17 @@ class _Styles:
             based = _attr(based_el, "val") if based_el is not None else None
             ppr = _child(st, "pPr")
             outline = None
-            num: tuple[str, int] | None = None
+            num: NumPr | None = None
             if ppr is not None:
                 outline = _outline_level(ppr)
                 num = _num_pr(ppr)
             self.raw[sid] = (name, based, outline, num)
 
-    def resolve(self, sid: str | None) -> tuple[int | None, tuple[str, int] | None]:
+    def style_num(self, sid: str) -> str | None:
+        """The numId a numbering style stands for (``w:numStyleLink``)."""
+        return self.numbering_styles.get(sid)
+
+    def resolve(self, sid: str | None) -> tuple[int | None, NumPr | None]:
         """(heading depth or None, numbering or None) of a paragraph style."""
         if not sid:
             return None, None
@@ -158,7 +198,7 @@ class _Styles:
         if hit is not None:
             return hit
         depth: int | None = None
-        num: tuple[str, int] | None = None
+        num: NumPr | None = None
         seen: set[str] = set()
         cur: str | None = sid
         while cur and cur not in seen and len(seen) < 64:
@@ -200,53 +240,25 @@ def _outline_level(ppr: Any) -> int | None:
     return lvl + 1 if 0 <= lvl <= 8 else None
 
 
-def _num_pr(ppr: Any) -> tuple[str, int] | None:
+NumPr = tuple[str, int | None]  # (numId, ilvl or None when the paragraph or style gives none)
+
+
+def _num_pr(ppr: Any) -> NumPr | None:
     el = _child(ppr, "numPr")
     if el is None:
         return None
     num_el = _child(el, "numId")
     lvl_el = _child(el, "ilvl")
     num_id = _attr(num_el, "val") if num_el is not None else None
-    try:
-        ilvl = int(_attr(lvl_el, "val") or "0") if lvl_el is not None else 0
-    except ValueError:
-        ilvl = 0
+    ilvl: int | None = None
+    if lvl_el is not None:
+        try:
+            ilvl = max(0, min(int(_attr(lvl_el, "val") or "0"), 8))
+        except ValueError:
+            ilvl = 0
     if num_id is None:
         return None
-    return num_id, max(0, min(ilvl, 8))
-
-
-class _Numbering:
-    def __init__(self, root: Any | None) -> None:
-        self.formats: dict[tuple[str, int], str] = {}
-        if root is None:
-            return
-        abstract: dict[str, dict[int, str]] = {}
-        for el in root:
-            if local(el.tag) == "abstractNum":
-                aid = _attr(el, "abstractNumId") or ""
-                levels: dict[int, str] = {}
-                for lvl in el:
-                    if local(lvl.tag) != "lvl":
-                        continue
-                    fmt_el = _child(lvl, "numFmt")
-                    try:
-                        levels[int(_attr(lvl, "ilvl") or "0")] = (
-                            (_attr(fmt_el, "val") or "decimal") if fmt_el is not None else "decimal"
-                        )
-                    except ValueError:
-                        continue
-                abstract[aid] = levels
-        for el in root:
-            if local(el.tag) == "num":
-                nid = _attr(el, "numId") or ""
-                a_el = _child(el, "abstractNumId")
-                aid = (_attr(a_el, "val") or "") if a_el is not None else ""
-                for lvl, fmt in abstract.get(aid, {}).items():
-                    self.formats[(nid, lvl)] = fmt
-
-    def fmt(self, num_id: str, ilvl: int) -> str:
-        return self.formats.get((num_id, ilvl), "decimal" if (num_id, 0) in self.formats else "unknown")
+    return num_id, ilvl
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -259,30 +271,88 @@ def _blocks_in(container: Any) -> Iterator[Any]:
     while stack:
         for el in stack[-1]:
             tag = el.tag
-            if tag in T_P or tag in T_TBL:
+            if tag in T_P or tag in T_TBL or tag in T_ALT_CHUNK:
                 yield el
-                break_out = False
-            elif tag in T_WRAP:
-                stack.append(iter(el))
-                break_out = True
-            elif tag in T_MC_ALT:
-                choice = next((c for c in el if c.tag in T_MC_CHOICE), None)
-                if choice is not None:
-                    stack.append(iter(choice))
-                    break_out = True
-                else:
-                    break_out = False
-            else:
-                break_out = False
-            if break_out:
+                continue
+            inner = el
+            if tag in T_MC_ALT:
+                inner = next((c for c in el if c.tag in T_MC_CHOICE), None)
+            elif tag not in T_WRAP:
+                continue
+            if inner is not None:
+                stack.append(iter(inner))
                 break
         else:
             stack.pop()
 
 
-def _para_text(p: Any, boxes: list[Any] | None) -> str:
-    """A paragraph's text; text boxes anchored in it are appended to ``boxes`` (not read here)."""
+@dataclass
+class Drawing:
+    """Something drawn in a paragraph that is no run text: a chart, a SmartArt diagram, a picture, an object."""
+
+    kind: str  # chart, diagram, picture, object, imported document
+    rid: str | None = None
+    alt: str = ""
+    name: str = ""
+
+
+@dataclass
+class Inline:
+    """What a paragraph holds: its text, the text boxes anchored in it, its drawings and note references."""
+
+    text: str = ""
+    boxes: list[Any] = field(default_factory=list)
+    drawings: list[Drawing] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (footnote|endnote, id) in order
+
+
+def _sym(el: Any) -> str:
+    try:
+        val = int(_attr(el, "char") or "", 16)
+    except ValueError:
+        return ""
+    if 0xF000 <= val <= 0xF0FF:
+        val -= 0xF000
+    return chr(val) if 0x20 <= val <= 0x10FFFF else ""
+
+
+NOTE_SENTINEL = "\x00"  # where a note reference stands in a paragraph's text (XML text never holds a NUL)
+_SIMPLE_INLINE = {"tab": "\t", "ptab": "\t", "noBreakHyphen": "-", "softHyphen": ""}
+
+
+def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
+    """Record a drawing element; True when it is consumed (not to be walked into)."""
+    if name == "graphicData":
+        kind = graphic_kind(el)
+        if kind == "chart":
+            chart = find_local(el, "chart")
+            inline.drawings.append(Drawing("chart", r_attr(chart, "id") if chart is not None else None, alt))
+            return True
+        if kind == "diagram":
+            ids = find_local(el, "relIds")
+            inline.drawings.append(Drawing("diagram", r_attr(ids, "dm") if ids is not None else None, alt))
+            return True
+        return False
+    if name == "pic":  # pic:pic (a picture, in a drawing or a group)
+        nv = find_local(el, "cNvPr")
+        inline.drawings.append(
+            Drawing("picture", alt=alt_text(nv) or alt, name=(nv.get("name") if nv is not None else "") or "")
+        )
+        return True
+    if name == "imagedata":  # a VML picture (w:pict)
+        inline.drawings.append(Drawing("picture", alt=alt))
+        return True
+    if name == "object":  # an embedded (OLE) object: its own content is not read
+        inline.drawings.append(Drawing("object", alt=alt))
+        return True
+    return False
+
+
+def _inline(p: Any) -> Inline:
+    """A paragraph's text (math as linear text); its text boxes, drawings and note references are collected."""
     out: list[str] = []
+    inline = Inline()
+    alt = ""
     stack: list[Iterator[Any]] = [iter(p)]
     while stack:
         for el in stack[-1]:
@@ -290,32 +360,28 @@ def _para_text(p: Any, boxes: list[Any] | None) -> str:
             if not isinstance(tag, str):
                 continue
             if tag in T_T:
-                if el.text:
-                    out.append(el.text)
+                out.append(el.text or "")
                 continue
             name = local(tag)
             if name in SKIP_LOCAL:
+                if name in ("footnoteReference", "endnoteReference") and not _on(_attr(el, "customMarkFollows")):
+                    inline.notes.append((name[:-9], _attr(el, "id") or ""))
+                    out.append(NOTE_SENTINEL)
                 continue
-            if name in {"tab", "ptab"}:
-                out.append("\t")
+            if name in _SIMPLE_INLINE:
+                out.append(_SIMPLE_INLINE[name])
             elif name in ("br", "cr"):
-                if _attr(el, "type") != "page":
-                    out.append("\n")
-            elif name == "noBreakHyphen":
-                out.append("-")
+                out.append("" if _attr(el, "type") == "page" else "\n")
             elif name == "sym":
-                code = _attr(el, "char")
-                try:
-                    val = int(code or "", 16)
-                    if 0xF000 <= val <= 0xF0FF:
-                        val -= 0xF000
-                    if 0x20 <= val <= 0x10FFFF:
-                        out.append(chr(val))
-                except ValueError:
-                    pass
+                out.append(_sym(el))
+            elif name in ("oMath", "oMathPara"):
+                out.append(linear_text(el))
             elif name == "txbxContent":
-                if boxes is not None:
-                    boxes.append(el)
+                inline.boxes.append(el)
+            elif name == "docPr":
+                alt = alt_text(el)
+            elif _drawing(el, name, inline, alt):
+                continue
             elif name == "AlternateContent":
                 choice = next((c for c in el if local(c.tag) == "Choice"), None)
                 if choice is not None:
@@ -326,7 +392,12 @@ def _para_text(p: Any, boxes: list[Any] | None) -> str:
                 break
         else:
             stack.pop()
-    return "".join(out)
+    inline.text = "".join(out)
+    return inline
+
+
+def _on(value: str | None) -> bool:
+    return value in ("1", "true", "on")
 
 
 def _clean(text: str) -> str:
@@ -379,11 +450,38 @@ def _children_through(el: Any, tags: frozenset[str]) -> Iterator[Any]:
             stack.pop()
 
 
+def _table_text(rows: list[list[str | None]]) -> str:
+    return "\n".join(" | ".join((c or "").replace("\n", " ") for c in r) for r in rows)
+
+
+def _table_attrs(rows: list[list[str | None]]) -> dict[str, Any]:
+    return {"table": {"columns": rows[0], "rows": rows[1:]}}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The document: styles, numbering, the blocks it emits
+
+
 class _Doc:
-    def __init__(self, styles: _Styles, numbering: _Numbering) -> None:
+    """One extraction: the package, the styles and lists, the builder, and what was seen but not read."""
+
+    def __init__(self, zf: zipfile.ZipFile, builder: SizedBuilder, styles: _Styles, numbering: Numbering) -> None:
+        self.zf = zf
+        self.builder = builder
         self.styles = styles
         self.numbering = numbering
+        self.counters = ListCounters(numbering)
+        self.charts = ChartCache()
         self.paragraphs = 0
+        self.pictures = 0
+        self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
+        self.note_formats = dict(NOTE_FORMATS)
+        self.marks: dict[tuple[str, str], str] = {}  # (footnote|endnote, id) -> its mark, in citation order
+        self.rels: dict[str, str] = {}  # relationship id -> member, of the part being read
+        self.stack: list[tuple[int, str, str]] = []  # open headings (depth, block id, text)
+        self.budget = 0
+
+    # -- tables
 
     def table_rows(self, tbl: Any, depth: int = 0) -> list[list[str | None]]:
         if depth > 64:
@@ -406,25 +504,52 @@ class _Doc:
     def cell_text(self, tc: Any, depth: int) -> str:
         parts: list[str] = []
         for el in _blocks_in(tc):
+            if el.tag in T_ALT_CHUNK:
+                self.alt_chunk()
+                continue
             if el.tag in T_TBL:
                 for r in self.table_rows(el, depth + 1):
                     parts.append(" | ".join(c or "" for c in r))
                 continue
             self.paragraphs += 1
-            boxes: list[Any] = []
-            t = _clean(_para_text(el, boxes))
+            inline = _inline(el)
+            t = _clean(self.numbered(el, self.cite(inline))[0])
             if t:
                 parts.append(t)
-            for box in boxes:
+            for box in inline.boxes:
                 for bp in _blocks_in(box):
                     if bp.tag in T_P:
                         self.paragraphs += 1
-                        bt = _clean(_para_text(bp, None))
+                        bt = _clean(_inline(bp).text)
                         if bt:
                             parts.append(bt)
+            for d in inline.drawings:
+                self.count_drawing(d)
         return "\n".join(parts)
 
+    # -- note marks
+
+    def mark(self, kind: str, nid: str) -> str:
+        """The mark of a footnote or endnote: numbered in citation order, in the document's note format."""
+        key = (kind, nid)
+        if key not in self.marks:
+            n = sum(1 for k, _ in self.marks if k == kind) + 1
+            self.marks[key] = format_number(n, self.note_formats.get(kind, "decimal"))
+        return self.marks[key]
+
+    def cite(self, inline: Inline) -> str:
+        """A paragraph's text with each note reference as the superscript mark Word prints there."""
+        pieces = inline.text.split(NOTE_SENTINEL)
+        out = [pieces[0]]
+        for (kind, nid), rest in zip(inline.notes, pieces[1:], strict=False):
+            out.append(superscript(self.mark(kind, nid)))
+            out.append(rest)
+        return "".join(out)
+
+    # -- paragraph properties
+
     def para_props(self, p: Any) -> tuple[int | None, tuple[str, int] | None]:
+        """(heading depth or None, (numId, level) or None) of a paragraph, its own properties over its style's."""
         ppr = next((c for c in p if c.tag in T_PPR), None)
         sid = None
         own_outline = None
@@ -442,10 +567,130 @@ class _Doc:
         if own_outline is not None and depth is None:
             depth = own_outline
         if own_num is not None:
-            num = own_num
-        if num is not None and num[0] == "0":
-            num = None
-        return depth, num
+            num = (own_num[0], own_num[1] if own_num[1] is not None else (num[1] if num else None))
+        if num is None or num[0] == "0":
+            return depth, None
+        ilvl = num[1]
+        if ilvl is None:
+            ilvl = self.numbering.level_of_style(num[0], sid) or 0
+        return depth, (num[0], ilvl)
+
+    def numbered(self, p: Any, text: str) -> tuple[str, int | None, dict[str, Any] | None]:
+        """(text with its list label in front, heading depth, attrs.list) of a paragraph."""
+        depth, num = self.para_props(p)
+        if num is None:
+            return text, depth, None
+        label = self.counters.label(num[0], num[1])  # an empty numbered paragraph shows (and takes) its number too
+        info: dict[str, Any] = {"num_id": num[0], "level": num[1], "format": self.numbering.fmt(num[0], num[1])}
+        if label and _clean(text):
+            info["label"] = label
+            text = f"{label} {_clean(text)}"
+        return text, depth, info
+
+    # -- blocks
+
+    def add(self, kind: str, text: str, attrs: dict[str, Any] | None, *, depth: int | None = None) -> str:
+        return self.builder.add_block(
+            kind,
+            text,
+            parent=self.stack[-1][1] if self.stack else None,
+            section_path=[t for _, _, t in self.stack],
+            depth=depth,
+            attrs=attrs,
+            locator=make_locator(),
+        )
+
+    def heading(self, text: str, depth: int, attrs: dict[str, Any] | None) -> None:
+        while self.stack and self.stack[-1][0] >= depth:
+            self.stack.pop()
+        parent = self.stack[-1][1] if self.stack else None
+        path = [t for _, _, t in self.stack] + [text]
+        bid = self.builder.add_block("heading", text, depth=depth, parent=parent, section_path=path, attrs=attrs)
+        self.stack.append((depth, bid, text))
+
+    def paragraph(self, p: Any, base: dict[str, Any] | None) -> None:
+        """A body, header, footer or note paragraph: its block, then its text boxes and drawings."""
+        self.paragraphs += 1
+        inline = _inline(p)
+        text, depth, info = self.numbered(p, self.cite(inline))
+        text = _clean(text)
+        if text:
+            attrs = {**(base or {}), **({"list": info} if info else {})} or None
+            if depth is not None and base is None:
+                self.heading(text, depth, attrs)
+            elif info is not None:
+                self.add("list", text, attrs, depth=info["level"])
+            else:
+                self.add("paragraph", text, attrs)
+        for box in inline.boxes:
+            self.container(box, {**(base or {}), "textbox": True})
+        for d in inline.drawings:
+            self.drawing(d, base)
+
+    def table(self, tbl: Any, base: dict[str, Any] | None) -> None:
+        rows = self.table_rows(tbl)
+        if rows and any(any(c for c in r) for r in rows):
+            self.add("paragraph", _table_text(rows), {**(base or {}), **_table_attrs(rows)})
+
+    def container(self, container: Any, base: dict[str, Any] | None) -> bool:
+        """The blocks of a body, header, footer, note or text box. True when the output budget cut it."""
+        for el in _blocks_in(container):
+            if self.builder.text_chars > self.budget:
+                return True
+            if el.tag in T_TBL:
+                self.table(el, base)
+            elif el.tag in T_ALT_CHUNK:
+                self.alt_chunk()
+            else:
+                self.paragraph(el, base)
+        return False
+
+    def alt_chunk(self) -> None:
+        n = self.count_drawing(Drawing("imported document"))
+        self.builder.fail(f"imported document {n}", "an imported document (altChunk) is not read")
+
+    # -- drawings
+
+    def count_drawing(self, d: Drawing) -> int:
+        if d.kind == "picture":
+            self.pictures += 1
+            return 0
+        self.drawings[d.kind] = self.drawings.get(d.kind, 0) + 1
+        return self.drawings[d.kind]
+
+    def drawing(self, d: Drawing, base: dict[str, Any] | None) -> None:
+        n = self.count_drawing(d)
+        if d.kind == "picture":
+            image = {"alt": d.alt, **({"name": d.name} if d.name else {})}
+            self.add("paragraph", "", {**(base or {}), "image": image})
+            return
+        unit = f"{d.kind} {n}"
+        if d.kind == "object":
+            self.builder.fail(f"embedded object {n}", "an embedded (OLE) object's content is not read")
+            return
+        target = self.rels.get(d.rid or "")
+        if target is None or not has_member(self.zf, target):
+            self.builder.fail(unit, f"the {d.kind}'s part is missing from the package")
+            return
+        if d.kind == "chart":
+            try:
+                chart = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
+            except ChartUnreadable as exc:
+                self.builder.fail(unit, str(exc))
+                return
+            self.add("paragraph", chart.text(), {**(base or {}), **chart.attrs()})
+        else:
+            try:
+                texts = diagram_texts(parse_part(self.zf, target, KIND))
+            except DtdRefused:
+                raise
+            except ExtractionError as exc:  # a broken diagram part is that diagram's failure, not the document's
+                if exc.code == ErrorCode.RESOURCE_LIMIT:
+                    raise
+                self.builder.fail(unit, exc.message)
+                return
+            if texts:
+                self.add("paragraph", "\n".join(texts), {**(base or {}), "diagram": True})
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -465,188 +710,135 @@ def _optional_part(zf: zipfile.ZipFile, name: str | None) -> Any | None:
     return parse_part(zf, name, KIND)
 
 
-def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
+def _main(zf: zipfile.ZipFile) -> tuple[str, Any, Any]:
+    """(part name, root, body) of the main document part."""
     main = main_part(zf, KIND, "word/document.xml")
     root = parse_part(zf, main, KIND)
     body = next((c for c in root if local(c.tag) == "body"), None)
     if local(root.tag) != "document" or body is None:
         raise ExtractionError(ErrorCode.CORRUPT, f"part {main} of the docx file is not a WordprocessingML document")
+    return main, root, body
+
+
+def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
+    main, root, body = _main(zf)
     rels = read_rels(zf, main, KIND)
     by_type: dict[str, list[str]] = {}
-    by_id: dict[str, str] = {}
-    for rid, rtype, target in rels:
+    for _rid, rtype, target in rels:
         by_type.setdefault(rtype, []).append(target)
-        by_id[rid] = target
     styles = _Styles(_optional_part(zf, next(iter(by_type.get("styles", ())), None)))
-    numbering = _Numbering(_optional_part(zf, next(iter(by_type.get("numbering", ())), None)))
-    doc = _Doc(styles, numbering)
-
+    numbering = Numbering(_optional_part(zf, next(iter(by_type.get("numbering", ())), None)), _attr, styles.style_num)
     builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
-    budget = int(request.max_output_bytes * request.limits.output_share_paged)
-    cut = False
+    doc = _Doc(zf, builder, styles, numbering)
+    doc.budget = int(request.max_output_bytes * request.limits.output_share_paged)
+    doc.rels = {rid: target for rid, _t, target in rels}
+    doc.note_formats = _note_formats(root)
 
-    # -- body
-    stack: list[tuple[int, str, str]] = []
-    for el in _blocks_in(body):
-        if builder.text_chars > budget:
-            cut = True
-            break
-        if el.tag in T_TBL:
-            rows = doc.table_rows(el)
-            if rows and any(any(c for c in r) for r in rows):
-                _add(builder, stack, "paragraph", _table_text(rows), {"table": {"columns": rows[0], "rows": rows[1:]}})
-            continue
-        doc.paragraphs += 1
-        boxes: list[Any] = []
-        text = _clean(_para_text(el, boxes))
-        if text:
-            depth, num = doc.para_props(el)
-            if depth is not None:
-                while stack and stack[-1][0] >= depth:
-                    stack.pop()
-                parent = stack[-1][1] if stack else None
-                path = [t for _, _, t in stack] + [text]
-                bid = builder.add_block("heading", text, depth=depth, parent=parent, section_path=path)
-                stack.append((depth, bid, text))
-            elif num is not None:
-                attrs: dict[str, Any] = {
-                    "list": {"num_id": num[0], "level": num[1], "format": numbering.fmt(num[0], num[1])}
-                }
-                _add(builder, stack, "list", text, attrs, depth=num[1])
-            else:
-                _add(builder, stack, "paragraph", text, None)
-        for box in boxes:
-            for bp in _blocks_in(box):
-                if bp.tag in T_TBL:
-                    rows = doc.table_rows(bp)
-                    if rows:
-                        _add(
-                            builder,
-                            stack,
-                            "paragraph",
-                            _table_text(rows),
-                            {"textbox": True, "table": {"columns": rows[0], "rows": rows[1:]}},
-                        )
-                    continue
-                doc.paragraphs += 1
-                bt = _clean(_para_text(bp, None))
-                if bt:
-                    _add(builder, stack, "paragraph", bt, {"textbox": True})
-
-    # -- headers and footers (as the sections reference them), then notes and comments
+    cut = doc.container(body, None)
+    doc.stack = []
     if not cut:
-        seen: set[str] = set()
-        refs: list[tuple[str, str, str]] = []  # (part kind, header type, member)
-        for sect in root.iter(*_tags("sectPr")):
-            for ref in sect:
-                name = local(ref.tag)
-                if name in ("headerReference", "footerReference"):
-                    rid = ref.get("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id") or ref.get(
-                        "{http://purl.oclc.org/ooxml/officeDocument/relationships}id"
-                    )
-                    ref_target = by_id.get(rid or "")
-                    if ref_target and ref_target not in seen:
-                        seen.add(ref_target)
-                        refs.append((name[:6], _attr(ref, "type") or "default", ref_target))
-        for rtype in ("header", "footer"):
-            for target in by_type.get(rtype, []):
-                if target not in seen:
+        cut = _headers_footers(doc, root, by_type)
+    if not cut:
+        cut = _notes(doc, root, by_type)
+    return _finish(doc, root, cut)
+
+
+def _part_rels(doc: _Doc, part: str) -> dict[str, str]:
+    return {rid: target for rid, _t, target in read_rels(doc.zf, part, KIND)}
+
+
+def _headers_footers(doc: _Doc, root: Any, by_type: dict[str, list[str]]) -> bool:
+    """Headers and footers, once per part, in the order the sections reference them (then any unreferenced)."""
+    seen: set[str] = set()
+    refs: list[tuple[str, str, str]] = []  # (part kind, header type, member)
+    main_rels = dict(doc.rels)
+    for sect in root.iter(*_tags("sectPr")):
+        for ref in sect:
+            name = local(ref.tag)
+            if name in ("headerReference", "footerReference"):
+                target = main_rels.get(r_attr(ref, "id") or "")
+                if target and target not in seen:
                     seen.add(target)
-                    refs.append((rtype, "default", target))
-        for part_kind, htype, target in refs:
-            part_root = _optional_part(zf, target)
+                    refs.append((name[:6], _attr(ref, "type") or "default", target))
+    for rtype in ("header", "footer"):
+        for target in by_type.get(rtype, []):
+            if target not in seen:
+                seen.add(target)
+                refs.append((rtype, "default", target))
+    for part_kind, htype, target in refs:
+        part_root = _optional_part(doc.zf, target)
+        if part_root is None:
+            continue
+        doc.rels = _part_rels(doc, target)
+        if doc.container(part_root, {"part": part_kind, "kind": htype}):
+            return True
+    return False
+
+
+NOTE_PARTS = (("footnotes", "footnote"), ("endnotes", "endnote"), ("comments", "comment"))
+NOTE_FORMATS = {"footnote": "decimal", "endnote": "lowerRoman"}  # Word's defaults
+
+
+def _note_formats(root: Any) -> dict[str, str]:
+    """The note number formats of the document's sections (``w:footnotePr``/``w:endnotePr`` ``w:numFmt``; the last
+    section's win), else Word's defaults."""
+    fmts = dict(NOTE_FORMATS)
+    for sect in root.iter(*_tags("sectPr")):
+        for kind, default in NOTE_FORMATS.items():
+            pr = _child(sect, f"{kind}Pr")
+            fmt = _child(pr, "numFmt") if pr is not None else None
+            if fmt is not None:
+                fmts[kind] = _attr(fmt, "val") or default
+    return fmts
+
+
+def _notes(doc: _Doc, root: Any, by_type: dict[str, list[str]]) -> bool:
+    """Footnotes and endnotes (each first block led by its mark), then comments (with their author)."""
+    marks = doc.marks
+    for rtype, item in NOTE_PARTS:
+        for target in by_type.get(rtype, []):
+            part_root = _optional_part(doc.zf, target)
             if part_root is None:
                 continue
-            cut = _emit_part(builder, doc, part_root, {"part": part_kind, "kind": htype}, budget)
-            if cut:
-                break
-    if not cut:
-        for rtype, part_kind, item in (
-            ("footnotes", "footnote", "footnote"),
-            ("endnotes", "endnote", "endnote"),
-            ("comments", "comment", "comment"),
-        ):
-            for target in by_type.get(rtype, []):
-                part_root = _optional_part(zf, target)
-                if part_root is None:
+            doc.rels = _part_rels(doc, target)
+            for note in part_root:
+                if local(note.tag) != item or _attr(note, "type") in (
+                    "separator",
+                    "continuationSeparator",
+                    "continuationNotice",
+                ):
                     continue
-                for note in part_root:
-                    if local(note.tag) != item:
-                        continue
-                    if _attr(note, "type") in ("separator", "continuationSeparator", "continuationNotice"):
-                        continue
-                    attrs = {"part": part_kind, "note_id": _attr(note, "id") or ""}
-                    if part_kind == "comment":
-                        attrs = {"part": "comment", "comment_id": _attr(note, "id") or ""}
-                        author = _attr(note, "author")
-                        if author:
-                            attrs["author"] = author
-                    cut = _emit_part(builder, doc, note, attrs, budget)
-                    if cut:
-                        break
-                if cut:
-                    break
-            if cut:
-                break
+                if _note(doc, note, item, marks):
+                    return True
+    return False
+
+
+def _note(doc: _Doc, note: Any, item: str, marks: dict[tuple[str, str], str]) -> bool:
+    nid = _attr(note, "id") or ""
+    attrs: dict[str, Any] = {"part": item, "note_id": nid}
+    if item == "comment":
+        attrs = {"part": "comment", "comment_id": nid}
+        author = _attr(note, "author")
+        if author:
+            attrs["author"] = author
+    first = len(doc.builder.blocks)
+    cut = doc.container(note, attrs)
+    mark = marks.get((item, nid))
+    if mark and len(doc.builder.blocks) > first:
+        block = doc.builder.blocks[first]
+        block["text"] = f"{mark} {block['text']}" if block["text"] else block["text"]
+        block.setdefault("attrs", {})["mark"] = mark
+    return cut
+
+
+def _finish(doc: _Doc, root: Any, cut: bool) -> dict[str, Any]:
+    builder = doc.builder
     extracted = doc.paragraphs
     total = extracted  # every paragraph of the parts read was visited
     if cut:
         total = max(sum(1 for _ in root.iter(*T_P)), extracted + 1)
         builder.warn("the artifact reached its output size limit; the rest of the document was not extracted")
         builder.fail(f"paragraphs {extracted + 1}-{total}", CUT_REASON)
+    report_pictures(builder, doc.pictures)
     builder.coverage(total=total, extracted=extracted)
     return builder.build()
-
-
-def _add(
-    builder: ArtifactBuilder,
-    stack: list[tuple[int, str, str]],
-    kind: str,
-    text: str,
-    attrs: dict[str, Any] | None,
-    *,
-    depth: int | None = None,
-) -> None:
-    builder.add_block(
-        kind,
-        text,
-        parent=stack[-1][1] if stack else None,
-        section_path=[t for _, _, t in stack],
-        depth=depth,
-        attrs=attrs,
-        locator=make_locator(),
-    )
-
-
-def _table_text(rows: list[list[str | None]]) -> str:
-    return "\n".join(" | ".join((c or "").replace("\n", " ") for c in r) for r in rows)
-
-
-def _emit_part(builder: ArtifactBuilder, doc: _Doc, container: Any, attrs: dict[str, Any], budget: int) -> bool:
-    """Blocks for a header, footer, note or comment. True when the output budget cut it."""
-    for el in _blocks_in(container):
-        if builder.text_chars > budget:
-            return True
-        if el.tag in T_TBL:
-            rows = doc.table_rows(el)
-            if rows and any(any(c for c in r) for r in rows):
-                builder.add_block(
-                    "paragraph",
-                    _table_text(rows),
-                    attrs={**attrs, "table": {"columns": rows[0], "rows": rows[1:]}},
-                    locator=make_locator(),
-                )
-            continue
-        doc.paragraphs += 1
-        boxes: list[Any] = []
-        text = _clean(_para_text(el, boxes))
-        if text:
-            builder.add_block("paragraph", text, attrs=dict(attrs), locator=make_locator())
-        for box in boxes:
-            for bp in _blocks_in(box):
-                if bp.tag in T_P:
-                    doc.paragraphs += 1
-                    bt = _clean(_para_text(bp, None))
-                    if bt:
-                        builder.add_block("paragraph", bt, attrs={**attrs, "textbox": True}, locator=make_locator())
-    return False

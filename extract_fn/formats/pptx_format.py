@@ -9,13 +9,18 @@ Slides are read in the order of ``p:sldIdLst``; slide N's blocks have ``page_sta
   PowerPoint's reading-order pane and screen readers use): each text frame (placeholder, text box, auto shape)
   is one ``paragraph`` block with its paragraphs joined by newlines; group shapes are read through, to any depth,
   iteratively; a table (``a:tbl``) is a ``paragraph`` block with ``attrs.table = {"columns": first row, "rows":
-  the others}`` (a cell merged into its neighbour — ``hMerge``/``vMerge`` — is ``null``); a chart's title, series
-  and category names are one ``paragraph`` block with ``attrs.chart = true``.
+  the others}`` (a cell merged into its neighbour — ``hMerge``/``vMerge`` — is ``null``); a chart is one
+  ``paragraph`` block (``ooxml_chart``: title, axis titles, series and categories as text, ``attrs.chart`` its type,
+  ``attrs.table`` its cached values); a SmartArt diagram is its data part's text (``attrs.diagram = true``); a
+  picture (or ink) is a block with empty text and ``attrs.image`` = ``{"alt": alt text, "name"}``, and pictures make
+  ``coverage.lost`` ``image_text`` (their pixels are not read); a shape of a kind not listed gives the text of
+  every text body in it.
 - Last, the speaker notes (the notes slide's body placeholder) as a ``paragraph`` block with ``attrs.notes = true``.
 - A hidden slide (``show="0"``) is extracted like the others; its blocks carry ``attrs.hidden = true``.
 
 A slide part that is missing or not well-formed is a failed unit ``slide N``; a shape whose content cannot be read
-(a chart whose part is missing or broken, a shape nested past the depth limit) is a failed unit ``slide N shape M``
+(a chart whose part is missing or holds no cached values, a SmartArt whose data part is missing, an embedded object
+or Office 2016 chart, a shape nested past the depth limit) is a failed unit ``slide N shape M``
 (M = the shape's position in the slide's tree, 1-based, depth-first) and the slide still counts as extracted.
 """
 
@@ -29,7 +34,17 @@ from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
+from extract_fn.formats.ooxml_drawing import (
+    alt_text,
+    diagram_texts,
+    find_local,
+    graphic_kind,
+    r_attr,
+    report_pictures,
+)
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.pptx_numbering import AutoNumbers
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from extract_fn.limits import LIMITS
@@ -49,10 +64,6 @@ A_NAMESPACES = (
 P_NAMESPACES = (
     "http://schemas.openxmlformats.org/presentationml/2006/main",
     "http://purl.oclc.org/ooxml/presentationml/main",
-)
-C_NAMESPACES = (
-    "http://schemas.openxmlformats.org/drawingml/2006/chart",
-    "http://purl.oclc.org/ooxml/drawingml/chart",
 )
 R_IDS = (
     "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id",
@@ -100,7 +111,9 @@ def _find(el: Any, *path: str) -> Any:
 
 
 def _paragraphs(txbody: Any) -> list[str]:
+    """The paragraphs of a text body, each led by its automatic number when it has one (``a:buAutoNum``)."""
     out: list[str] = []
+    numbers = AutoNumbers()
     for p in txbody:
         if p.tag not in T_A_P:
             continue
@@ -112,7 +125,9 @@ def _paragraphs(txbody: Any) -> list[str]:
                     parts.append(el.text)
             elif tag in T_A_BR:
                 parts.append("\n")
-        out.append("".join(parts).replace("\x00", "").replace("\x0b", "\n").strip())
+        text = "".join(parts).replace("\x00", "").replace("\x0b", "\n").strip()
+        label = numbers.label(_child(p, "pPr")) if text else ""
+        out.append(f"{label} {text}" if label else text)
     return out
 
 
@@ -159,31 +174,21 @@ def _table_text(rows: list[list[str | None]]) -> str:
     return "\n".join(" | ".join((c or "").replace("\n", " ") for c in r) for r in rows)
 
 
-def _chart_text(root: Any) -> str:
-    """A chart's title, series names and category labels (no values)."""
-    out: list[str] = []
-    seen: set[str] = set()
-
-    def add(t: str | None) -> None:
-        if t and t.strip() and t.strip() not in seen and len(out) < 2000:
-            seen.add(t.strip())
-            out.append(t.strip())
-
-    for el in root.iter():
-        name = local(el.tag)
-        if name == "title":
-            add("".join(t.text or "" for t in el.iter() if t.tag in T_A_T))
-        elif name in ("tx", "cat"):
-            for v in el.iter():
-                if local(v.tag) == "v":
-                    add(v.text)
-    return "\n".join(out)
+def _picture_attrs(pic: Any) -> dict[str, Any]:
+    """A picture's block attrs: ``image`` with its alt text (``alt``) and name; its pixels are not read here."""
+    nv = _find(pic, "nvPicPr", "cNvPr")
+    image: dict[str, Any] = {"alt": alt_text(nv)}
+    if nv is not None and nv.get("name"):
+        image["name"] = nv.get("name")
+    return {"image": image}
 
 
 class _Deck:
     def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder) -> None:
         self.zf = zf
         self.builder = builder
+        self.pictures = 0  # pictures seen: their pixels (any text drawn in them) are not read
+        self.charts = ChartCache()
 
     def slide(self, number: int, part: str, hidden_hint: bool) -> None:
         b = self.builder
@@ -208,7 +213,9 @@ class _Deck:
                 except ExtractionError as exc:
                     failures.append((n, exc.message))
                     continue
-                if not text:
+                if kind == "picture":
+                    self.pictures += 1
+                elif not text and kind != "chart":  # a chart that prints no label still has its values
                     continue
                 if kind == "title" and title is None:
                     title = text
@@ -249,27 +256,49 @@ class _Deck:
             attrs: dict[str, Any] = {"placeholder": ph} if ph else {}
             return "text", text, attrs
         if name == "graphicFrame":
-            data = _find(shape, "graphic", "graphicData")
-            if data is None:
-                return "none", "", {}
-            tbl = next((c for c in data if c.tag in T_TBL), None)
-            if tbl is not None:
-                rows = _table(tbl)
-                if not rows or not any(any(c for c in r) for r in rows):
-                    return "none", "", {}
-                return "table", _table_text(rows), {"table": {"columns": rows[0], "rows": rows[1:]}}
-            chart = next((c for c in data if local(c.tag) == "chart"), None)
-            if chart is not None:
-                rid = _rid(chart)
-                target = rels.get(rid or "")
-                if target is None or not has_member(self.zf, target[1]):
-                    raise ExtractionError(ErrorCode.CORRUPT, "the chart's part is missing")
-                text = _chart_text(parse_part(self.zf, target[1], KIND))
-                return "chart", text, {"chart": True}
-            return "none", "", {}
-        # anything else with text in it (ink, content parts, unknown extensions): read its text frames
-        texts = [_text_frame(el) for el in shape.iter() if local(el.tag) in ("sp",)]
+            return self.graphic_frame(shape, rels)
+        if name == "pic":
+            return "picture", "", _picture_attrs(shape)
+        if name == "contentPart":  # ink: strokes, drawn like a picture
+            return "picture", "", {"image": {"alt": "", "ink": True}}
+        # anything else (unknown extensions): the text bodies in it
+        texts = ["\n".join(p for p in _paragraphs(el) if p) for el in shape.iter() if el.tag in T_TXBODY]
         return "text", "\n".join(t for t in texts if t), {}
+
+    def graphic_frame(self, shape: Any, rels: dict[str, tuple[str, str]]) -> tuple[str, str, dict[str, Any]]:
+        """A table, chart, SmartArt diagram or embedded object of a graphic frame."""
+        data = _find(shape, "graphic", "graphicData")
+        if data is None:
+            return "none", "", {}
+        kind = graphic_kind(data)
+        tbl = next((c for c in data if c.tag in T_TBL), None)
+        if tbl is not None:
+            rows = _table(tbl)
+            if not rows or not any(any(c for c in r) for r in rows):
+                return "none", "", {}
+            return "table", _table_text(rows), {"table": {"columns": rows[0], "rows": rows[1:]}}
+        if kind == "chart":
+            chart = next((c for c in data if local(c.tag) == "chart"), None)
+            target = self.related(rels, _rid(chart) if chart is not None else None, "chart")
+            try:
+                read = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
+            except ChartUnreadable as exc:
+                raise ExtractionError(ErrorCode.CORRUPT, str(exc)) from None
+            return "chart", read.text(), read.attrs()
+        if kind == "diagram":
+            ids = next((c for c in data if local(c.tag) == "relIds"), None)
+            target = self.related(rels, r_attr(ids, "dm") if ids is not None else None, "SmartArt diagram data")
+            return "diagram", "\n".join(diagram_texts(parse_part(self.zf, target, KIND))), {"diagram": True}
+        if kind in ("chartex", "chartEx") or find_local(data, "oleObj") is not None:
+            what = "an embedded object" if kind not in ("chartex", "chartEx") else "an Office 2016 chart (chartEx)"
+            raise ExtractionError(ErrorCode.CORRUPT, f"{what} is not read")
+        return "none", "", {}
+
+    def related(self, rels: dict[str, tuple[str, str]], rid: str | None, what: str) -> str:
+        target = rels.get(rid or "")
+        if target is None or not has_member(self.zf, target[1]):
+            raise ExtractionError(ErrorCode.CORRUPT, f"the {what} part is missing")
+        return target[1]
 
     def notes(self, rels: dict[str, tuple[str, str]]) -> str:
         for rtype, target in rels.values():
@@ -365,5 +394,6 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
         extracted += 1
     if cut:
         builder.warn("the artifact reached its output size limit; the remaining slides were not extracted")
+    report_pictures(builder, deck.pictures)
     builder.coverage(total=len(order), extracted=extracted)
     return builder.build()

@@ -54,6 +54,7 @@ from typing import Any, Final
 from extract_fn.formats import safe_xml
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.ooxml_chart import ChartCache
 from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
@@ -65,6 +66,7 @@ from extract_fn.formats.table_values import (
     report_cut,
     value_text,
 )
+from extract_fn.formats.xlsx_charts import add_sheet_charts
 from extract_fn.formats.xlsx_extent import box_cells
 from extract_fn.formats.zipsafe import is_xml_name, open_package, part_name, read_member, refuse_member_dtd
 from extract_fn.limits import LIMITS
@@ -113,6 +115,7 @@ def _corrupt(message: str) -> ExtractionError:
 class Package:
     zf: zipfile.ZipFile
     names: dict[str, str]  # normalized part name (forward slashes, no leading "/") -> the zip's own name
+    charts: ChartCache = field(default_factory=ChartCache)  # each chart part read once (xlsx_charts)
 
     def has(self, part: str) -> bool:
         return part in self.names
@@ -410,6 +413,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         state = info.state if info is not None else _state_from_calamine(m)
         if typ != "worksheet":
             (chartsheets if typ == "chartsheet" else other_sheets).append(name)
+            _charts(builder, budget, pkg, name, info)
             continue
         xml = b""
         if info is not None and info.part and pkg.has(info.part):
@@ -437,6 +441,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             builder, budget, request=request, name=name, state=state, grid=grid, start=start, merged=merged, xml=xml
         )
         del grid, xml
+        _charts(builder, budget, pkg, name, info)
         total_rows += total
         kept_rows += kept
     if chartsheets:
@@ -445,6 +450,18 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         builder.attrs["other_sheets"] = other_sheets
     builder.coverage(total=total_rows, extracted=kept_rows)
     return builder.build()
+
+
+def _charts(builder: ArtifactBuilder, budget: OutputBudget, pkg: Package, name: str, info: SheetInfo | None) -> None:
+    """The sheet's charts, after its rows (``xlsx_charts``; each chart part read once per workbook)."""
+    add_sheet_charts(
+        builder,
+        budget,
+        sheet=name,
+        part=info.part if info is not None else None,
+        io=(lambda part: _rels(pkg, part), lambda part: _parse_xml(pkg, part), pkg.has),
+        charts=pkg.charts,
+    )
 
 
 def _reraise_fatal(exc: BaseException) -> None:
