@@ -945,24 +945,62 @@ def _column_runs(segs: list[Seg], gutters: list[tuple[float, float]]) -> list[tu
     return runs
 
 
+def _script_hosts(run: list[Seg]) -> dict[int, Seg]:
+    """id(script) -> host for the small segments (super- and subscripts, footnote marks) pdfium put on a line of
+    their own that sit right at the start or end of a bigger segment on the same visual line (``R`` + ``2``)."""
+    sizes = sorted(s.size for s in run if s.table is None)
+    if not sizes:
+        return {}
+    small = 0.85 * sizes[-1]
+    hosts: dict[int, Seg] = {}
+    for k, s in enumerate(run):
+        if s.table is not None or s.size > small:
+            continue
+        for h in run[max(0, k - 8) : k + 9]:
+            if h is s or h.table is not None or s.size > 0.85 * h.size or id(h) in hosts:
+                continue
+            if not (s.y0 < h.y1 and s.y1 > h.y0) or abs(s.base0 - h.base0) > 0.7 * h.size:
+                continue
+            after = -0.2 * h.size <= s.x0 - h.x1 <= 0.4 * h.size
+            before = -0.2 * h.size <= h.x0 - s.x1 <= 0.4 * h.size
+            if after or before:
+                hosts[id(s)] = h
+                break
+    return hosts
+
+
 def _rows(run: list[Seg]) -> list[Row | TableItem]:
-    """Segments of one column (sorted top-down) joined into rows at the same baseline."""
+    """Segments of one column (sorted top-down) joined into rows at the same baseline; a super- or subscript joins
+    the row of the segment it is attached to (without a space where they touch)."""
     out: list[Row | TableItem] = []
     group: list[Seg] = []
+    hosts = _script_hosts(run)
+    if hosts:
+        by_id = {id(s): s for s in run}
+        run = sorted(run, key=lambda s: -by_id[id(hosts[id(s)])].base0 if id(s) in hosts else -s.base0)
+
+    def base(s: Seg) -> float:
+        h = hosts.get(id(s))
+        return h.base0 if h is not None else s.base0
 
     def flush() -> None:
         if not group:
             return
         group.sort(key=lambda g: g.x0)
+        text = group[0].text
+        for prev, g in pairwise(group):
+            touching = (id(g) in hosts or id(prev) in hosts) and g.x0 <= prev.x1  # boxes that touch: one word
+            text += g.text if touching else " " + g.text
+        main = [g for g in group if id(g) not in hosts] or group
         out.append(
             Row(
-                " ".join(g.text for g in group),
+                text,
                 group[0].xs,
                 group[-1].xe,
-                max(g.base0 for g in group),
-                min(g.base1 for g in group),
-                max(g.size for g in group),
-                all(g.bold for g in group),
+                max(g.base0 for g in main),
+                min(g.base1 for g in main),
+                max(g.size for g in main),
+                all(g.bold for g in main),
                 group[0].orient,
                 group[-1].hyph,
             )
@@ -974,7 +1012,7 @@ def _rows(run: list[Seg]) -> list[Row | TableItem]:
             flush()
             out.append(s.table)
             continue
-        if group and (abs(s.base0 - group[0].base0) > 0.35 * max(s.size, group[0].size) or s.orient != group[0].orient):
+        if group and (abs(base(s) - base(group[0])) > 0.35 * max(s.size, group[0].size) or s.orient != group[0].orient):
             flush()
         group.append(s)
     flush()
