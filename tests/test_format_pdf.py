@@ -534,6 +534,8 @@ def test_text_fixes() -> None:
     assert pdf_text.compose("a", "˜") == "ã"
     assert pdf_text.compose("2", "^") is None
     assert pdf_text.space_direction_changes("R وPython من") == "R و Python من"
+    assert pdf_text.space_direction_changes("שלוםWorld") == "שלום World"  # Hebrew too, either way round
+    assert pdf_text.space_direction_changes("Worldשלום") == "World שלום"
     assert pdf_text.space_direction_changes("plain text") == "plain text"
 
 
@@ -543,3 +545,10 @@ def test_corpus_superscript_stays_on_its_line(corpus: Path) -> None:
     texts = [b["text"] for b in a["blocks"] if b["locator"]["page_start"] == 12]
     assert texts[2] in ("X = R 2", "X = R2")
     assert "2" not in texts[:2]
+
+
+def test_corpus_footnote_mark_is_not_run_into_its_word(corpus: Path) -> None:
+    a = run((corpus / "pdf/pdfplumber-federal-register-2020-17221.pdf").read_bytes())
+    text = " ".join(b["text"] for b in a["blocks"])
+    assert "1 Preliminary KNKT.18.10.35.04" in text
+    assert "1Preliminary" not in text

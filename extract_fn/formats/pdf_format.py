@@ -573,13 +573,44 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
         x1 = max(r[2] for r in fr)
         y1 = max(r[3] for r in fr)
         base1 = base0 - (fr[0][3] - fr[-1][3]) if len(fr) > 1 else base0
-        clean = _clean(text[s:e])
+        clean = _clean(_mark_spaces(raw, text, s, e) if frame == 0 else text[s:e])
         if clean:
             seg = Seg(clean, x0, y0, x1, y1, base0, min(base0, base1), size, bold, orient, frame, s, e)
             seg.xs, seg.xe = fr[0][0], fr[-1][2]
             seg.hyph = text[e - 1] == "\ufffe"
             out.append(seg)
     return out
+
+
+_MARK_RE = re.compile(r"\d(?=[^\W\d_])")
+
+
+def _raised_mark(raw: Any, i: int) -> bool:
+    """Character ``i`` (a digit) stands raised before the letter after it (its baseline a quarter of the letter's
+    height above the letter's) or is set in a smaller font: a footnote mark before its text. Upright text only."""
+    a, b, c, d = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
+    if not R.FPDFText_GetCharBox(raw, i + 1, a, b, c, d):
+        return False
+    height = d.value - c.value
+    if not R.FPDFText_GetCharOrigin(raw, i, a, b):
+        return False
+    raised = b.value
+    if not R.FPDFText_GetCharOrigin(raw, i + 1, a, b):
+        return False
+    if height > 0 and raised - b.value > 0.25 * height:
+        return True
+    here, nxt = R.FPDFText_GetFontSize(raw, i), R.FPDFText_GetFontSize(raw, i + 1)
+    return 0 < here < 0.8 * nxt  # (set in a smaller font, as TeX sets a footnote mark)
+
+
+def _mark_spaces(raw: Any, text: str, s: int, e: int) -> str:
+    """``text[s:e]`` with a space after a footnote mark run into the word it stands before ("1Preliminary")."""
+    line = text[s:e]
+    cuts = [m.end() for m in _MARK_RE.finditer(line) if _raised_mark(raw, s + m.start())]
+    if not cuts:
+        return line
+    parts = [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)], strict=True)]
+    return " ".join(parts)
 
 
 def _clean(text: str) -> str:
@@ -647,6 +678,15 @@ def _split_line(raw: Any, text: str, s: int, e: int, style: _Style, *, calls: _C
             flush(i)
             cur, box, start = [], [], i
         hyph = False  # (a hyphen mark inside a visual line joins the word: nothing to keep)
+        if (
+            frame == 0
+            and cur
+            and cur[-1].isdigit()
+            and ch.isalpha()
+            and text[i - 1] == cur[-1]
+            and _raised_mark(raw, i - 1)
+        ):
+            cur.append(" ")
         if not box:
             box = [x0, y0, x1, y1]
             cy = mid_y
