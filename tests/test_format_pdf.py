@@ -431,7 +431,7 @@ def test_corpus_rotated_table(corpus: Path) -> None:
 
 
 def test_broken_geometry_falls_back_to_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*_args: Any) -> list[Any]:
+    def broken(*_args: Any, **_kwargs: Any) -> list[Any]:
         raise ValueError("cannot convert float NaN to integer")
 
     monkeypatch.setattr(pdf_format, "_layout_page", broken)

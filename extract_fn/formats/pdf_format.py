@@ -326,7 +326,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
         try:
             segs = _segments(raw, text, rotation)
             if segs:
-                result.items = _layout_page(page.raw, raw, segs, rotation, result.tables_abandoned)
+                result.items = _layout_page(page.raw, raw, segs, rotation, result.tables_abandoned, text=text)
         except (ValueError, OverflowError, ZeroDivisionError, IndexError):
             # geometry pdfium reports for a broken page (NaN or infinite positions...): keep its text, in
             # pdfium's order, one paragraph per line
@@ -361,7 +361,8 @@ def _page_text(raw: Any, n: int) -> str:
 def _compose_accents(raw: Any, text: str) -> str:
     """A spacing accent drawn over a letter next to it (before or after it in the text) composed with that letter:
     the letter's index gets the composed letter, the accent's a NUL (left out), so the text stays index-aligned."""
-    if not any(pdf_text.is_accent(ch) for ch in text):
+    hits = [m.start() for m in pdf_text.ACCENT_RE.finditer(text)]
+    if not hits:
         return text
     out = list(text)
     a, b, c, d = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
@@ -371,9 +372,8 @@ def _compose_accents(raw: Any, text: str) -> str:
             return None
         return a.value, b.value  # left, right
 
-    for i, ch in enumerate(text):
-        if not pdf_text.is_accent(ch):
-            continue
+    for i in hits:
+        ch = text[i]
         acc = span(i)
         if acc is None or acc[1] <= acc[0]:
             continue
@@ -397,9 +397,8 @@ def _drop_unmapped(raw: Any, text: str) -> str:
 
     Only characters outside printable ASCII are asked about (one pdfium call each), so a Latin page costs nothing."""
     out: list[str] | None = None
-    for i, ch in enumerate(text):
-        if " " <= ch <= "~" or ch in "\r\n":
-            continue
+    for m in _NOT_ASCII_RE.finditer(text):
+        i = m.start()
         if R.FPDFText_HasUnicodeMapError(raw, i) == 1:
             if out is None:
                 out = list(text)
@@ -582,6 +581,7 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
     return out
 
 
+_NOT_ASCII_RE = re.compile(r"[^\x20-\x7e\r\n]")
 _MARK_RE = re.compile(r"\d(?=[^\W\d_])")
 
 
@@ -769,7 +769,13 @@ def _seg_with_ends(*args: Any) -> Seg:
 
 
 def _layout_page(
-    page_raw: Any, raw: Any, segs: list[Seg], rotation: int, abandoned: list[str] | None = None
+    page_raw: Any,
+    raw: Any,
+    segs: list[Seg],
+    rotation: int,
+    abandoned: list[str] | None = None,
+    *,
+    text: str | None = None,
 ) -> list[Para | TableItem]:
     """The page's paragraphs and tables in reading order; why ruled-table detection gave up, if it did, in
     ``abandoned``."""
@@ -780,7 +786,6 @@ def _layout_page(
         by_frame.setdefault(seg.frame, []).append(seg)
     # the frame with the most text first, then the others in the order their text came
     frames = sorted(by_frame, key=lambda f: (-sum(len(s.text) for s in by_frame[f]), by_frame[f][0].cs))
-    text = None
     items: list[Para | TableItem] = []
     edges_user: tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]] | None = None
     for frame in frames:

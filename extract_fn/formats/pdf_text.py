@@ -33,6 +33,7 @@ _ACCENTS = {
     "\u02db": "\u0328",  # ogonek
 }
 _BASE = {"\u0131": "i", "\u0237": "j"}  # dotless i and j carry the accent's dot-free form
+ACCENT_RE = re.compile("[" + re.escape("".join(_ACCENTS)) + "]")
 _RTL_RE = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 
 
