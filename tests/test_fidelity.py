@@ -44,7 +44,6 @@ NO_REFERENCE = {
 
 def test_the_manifest_lists_every_format() -> None:
     assert {fmt for _, fmt in FILES} == {"pdf", "docx", "pptx"}
-    assert len(FILES) >= 90
 
 
 def test_every_file_has_a_reference_but_the_known_ones() -> None:
