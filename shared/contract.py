@@ -101,6 +101,7 @@ LOST_EXACT_KEYS: Final = "exact_keys"
 LOST_SECTION_PATH: Final = "section_path"
 LOST_SQL_STRUCTURE: Final = "sql_structure"
 LOST_OCR: Final = "ocr"
+LOST_TABLES: Final = "tables"  # a PDF page's table detection gave up (past a bound): its tables are read as paragraphs
 
 DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
 ERROR_STATUS: Final = 422  # the status of every contract error body

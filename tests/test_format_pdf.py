@@ -13,10 +13,10 @@ import orjson
 import pypdfium2 as pdfium
 import pytest
 
-from extract_fn.formats import pdf_format
+from extract_fn.formats import pdf_format, pdf_text
 from extract_fn.formats.base import ExtractRequest
 from shared.artifact import validate_artifact
-from shared.contract import LOST_OCR, ErrorCode, ExtractionError
+from shared.contract import LOST_OCR, LOST_TABLES, ErrorCode, ExtractionError
 
 REQ = ExtractRequest(format="pdf")
 
@@ -431,7 +431,7 @@ def test_corpus_rotated_table(corpus: Path) -> None:
 
 
 def test_broken_geometry_falls_back_to_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*_args: Any) -> list[Any]:
+    def broken(*_args: Any, **_kwargs: Any) -> list[Any]:
         raise ValueError("cannot convert float NaN to integer")
 
     monkeypatch.setattr(pdf_format, "_layout_page", broken)
@@ -439,3 +439,116 @@ def test_broken_geometry_falls_back_to_plain_text(monkeypatch: pytest.MonkeyPatc
     assert [b["text"] for b in a["blocks"]] == LOREM[:2]
     assert a["coverage"]["extracted"] == 1
     assert "broken geometry" in a["warnings"][0]
+
+
+# -- fidelity (issue 15): tables never eat text, every word once ------------------------------------------------
+
+
+def test_lines_drawn_over_prose_are_not_a_table() -> None:
+    # a figure's box grid drawn over running text: its lines cut words ("Contr" | "ol"), so it is no table
+    prose = [
+        "Supercalifragilistic words run straight across the drawn lines here",
+        "Extraordinarily long sentences continue right through every column",
+        "Nevertheless the paragraph keeps going beyond the figure's borders",
+        "Unbelievably the remaining words cross the vertical rules as well",
+    ]
+    content = _grid(72, 700, [100, 100, 100], 4, 20) + body_lines(76, 686, prose, pitch=20)
+    a = run(make_pdf([content]))
+    assert "tables" not in a
+    text = " ".join(b["text"] for b in a["blocks"])
+    for line in prose:
+        assert line in text
+
+
+def test_prose_beside_aligned_labels_is_not_a_table() -> None:
+    # a figure's labels in a grid on the left, a paragraph's lines on the right at the same baselines
+    content = ""
+    labels = [["Trace", "Number", "String", "Linked"], ["Trace", "Boolean", "Number", "Closed"]] * 2
+    for r, row in enumerate(labels):
+        for c, label in enumerate(row):
+            content += text_op(60 + c * 50, 700 - r * 12, label, 8)
+    prose = [
+        "it has been blacklisted. We now avoid that problem by patching the",
+        "bytecode. We define an extra no-op bytecode that indicates a loop",
+        "header. The VM calls into the trace monitor every time the interpreter",
+        "executes a loop header no-op. To blacklist a fragment, we simply replace",
+        "the loop header no-op with a regular no-op. Thus, the interpreter will",
+        "never again even call into the trace monitor, as the figure shows.",
+    ]
+    content += body_lines(290, 712, prose)  # the paragraph runs on above and below the labels
+    a = run(make_pdf([content]))
+    assert "tables" not in a
+    text = " ".join(b["text"] for b in a["blocks"])
+    for line in prose:
+        assert line in text
+
+
+def test_abandoned_table_detection_is_in_coverage(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    monkeypatch.setattr(pdf_format, "LIMITS", dataclasses.replace(pdf_format.LIMITS, pdf_max_path_objects=2))
+    cells = [["Name", "Count"], ["Ada", "12"], ["Linus", "1024"]]
+    content = _grid(72, 700, [120, 80], 3, 20)
+    for r, row in enumerate(cells):
+        for c, value in enumerate(row):
+            content += text_op([76, 196][c], 700 - r * 20 - 14, value)
+    a = run(make_pdf([content]))
+    assert a["coverage"]["lost"] == [LOST_TABLES]
+    assert a["coverage"]["complete"] is False
+    assert any("page 1: table detection abandoned" in w and "paths" in w for w in a["warnings"])
+    assert "Linus" in " ".join(b["text"] for b in a["blocks"])  # the text is still read
+
+
+def test_corpus_figures_do_not_eat_text(corpus: Path) -> None:
+    a = run((corpus / "pdf/pdfjs-tracemonkey.pdf").read_bytes())
+    assert not [t["name"] for t in a.get("tables", []) if t["locator"]["page_start"] in (6, 7)]
+    heads = [b["text"] for b in a["blocks"] if b["type"] == "heading"]
+    assert "4.1 Nesting Algorithm" in heads
+    assert "4.2 Blacklisting with Nesting" in heads
+    text = " ".join(b["text"] for b in a["blocks"])
+    assert "Figure 8. Control flow graph of a loop with two nested loops" in text
+    # a word broken at a line-end hyphen is whole again, and TeX's accent over a dotless i is one letter
+    assert "dynamic languages" in text
+    assert "naïve" in text
+    b = run((corpus / "pdf/pdfplumber-federal-register-2020-17221.pdf").read_bytes())
+    assert "Agência Nacional de Aviação Civil" in " ".join(x["text"] for x in b["blocks"])  # accents after letters
+
+
+def test_corpus_right_to_left_words_stay_apart(corpus: Path) -> None:
+    a = run((corpus / "pdf/docling-right-to-left-01.pdf").read_bytes())
+    text = " ".join(b["text"] for b in a["blocks"])
+    assert "Python من" in text
+    assert "Pythonمن" not in text
+
+
+def test_corpus_unmapped_glyphs_are_left_out_and_said(corpus: Path) -> None:
+    a = run((corpus / "pdf/sample-files-015-arabic-habibi.pdf").read_bytes())
+    text = " ".join(b["text"] for b in a["blocks"])
+    assert "habibi" in text
+    assert "ϲΒϴΒ" not in text
+    assert any("characters are left out" in w for w in a["warnings"])
+
+
+def test_text_fixes() -> None:
+    assert pdf_text.compose("ı", "¨") == "ï"
+    assert pdf_text.compose("a", "˜") == "ã"
+    assert pdf_text.compose("2", "^") is None
+    assert pdf_text.space_direction_changes("R وPython من") == "R و Python من"
+    assert pdf_text.space_direction_changes("שלוםWorld") == "שלום World"  # Hebrew too, either way round
+    assert pdf_text.space_direction_changes("Worldשלום") == "World שלום"
+    assert pdf_text.space_direction_changes("plain text") == "plain text"
+
+
+def test_corpus_superscript_stays_on_its_line(corpus: Path) -> None:
+    # pdfium gives the exponent of "X = R²" a line of its own above; it is read where it stands, after the R
+    a = run((corpus / "pdf/sample-files-009-geotopo-117-pages.pdf").read_bytes())
+    texts = [b["text"] for b in a["blocks"] if b["locator"]["page_start"] == 12]
+    assert texts[2] in ("X = R 2", "X = R2")
+    assert "2" not in texts[:2]
+
+
+def test_corpus_footnote_mark_is_not_run_into_its_word(corpus: Path) -> None:
+    a = run((corpus / "pdf/pdfplumber-federal-register-2020-17221.pdf").read_bytes())
+    text = " ".join(b["text"] for b in a["blocks"])
+    assert "1 Preliminary KNKT.18.10.35.04" in text
+    assert "1Preliminary" not in text

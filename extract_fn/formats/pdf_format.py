@@ -16,13 +16,22 @@ Each line is cut at wide gaps into segments. Segments are grouped by the directi
 upright, rotated 90/180/270 degrees, or vertical CJK) and laid out in their own frame's coordinates:
 
 1. ruled tables: horizontal and vertical ruling lines from the page's path objects (form XObjects included) are
-   merged into grids; the text inside a grid becomes the table's cells (a line crossing a grid line is cut there);
-2. borderless tables: three or more consecutive rows of short segments whose x-ranges line up in two or more columns;
+   merged into grids; the text inside a grid becomes the table's cells (a line crossing a grid line is cut there).
+   A grid one of whose lines would cut a word (letters side by side on both sides of it) is a figure drawn over
+   text, not a table: its text stays paragraphs. Past a bound (path objects, path segments, rules, cells) the
+   detection gives up on the page: a warning says why and ``coverage.lost`` gets ``tables``;
+2. borderless tables: three or more consecutive rows of short segments whose x-ranges line up in two or more columns,
+   unless a line of prose in them goes on in the line just above or below (a paragraph beside a figure's labels);
 3. columns: a gutter is an x-range (almost) no narrow segment covers, with a fair share of lines on both sides;
    segments crossing a gutter (titles, wide figures' captions) cut the page into bands, and each band is read
    column by column, top to bottom;
 4. paragraphs: lines of a column are joined while their spacing stays at the column's usual line pitch, the font
    size and weight stay the same, and no first-line indent, bullet or short sentence end starts a new one.
+
+Text fixes (``pdf_text``): a word pdfium marks as broken at a line-end hyphen is joined again; a spacing accent
+next to a letter is composed with it (TeX's "na¨ıve" is "naïve"); a space goes between a left-to-right and a
+right-to-left letter that touch (pdfium leaves it out in Arabic and Hebrew lines); characters whose font maps them to
+no text (pdfium gives their raw glyph codes) are left out, and the page's warning counts them.
 
 Headings come from the outline (bookmarks) where the file has one whose titles are found on their pages (the
 outline's level is the depth); otherwise from font size (sizes above the body size, largest = depth 1) and weight
@@ -62,12 +71,13 @@ from typing import Any, NamedTuple
 import pypdfium2 as pdfium
 import pypdfium2.raw as R
 
+from extract_fn.formats import pdf_text
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_text import SizedBuilder
 from extract_fn.formats.pdf_streams import check_streams
 from extract_fn.limits import LIMITS
 from shared.artifact_builder import ArtifactBuilder, make_locator
-from shared.contract import LOST_OCR, ErrorCode, ExtractionError
+from shared.contract import LOST_OCR, LOST_TABLES, ErrorCode, ExtractionError
 
 PARSER = "loom-pdf"
 PARSER_VERSION = f"1+pypdfium2-{pdfium.PYPDFIUM_INFO}"
@@ -78,12 +88,15 @@ DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
 
 
+MAX_RULE_PAIRS = 400_000  # horizontal x vertical rules past which grids are not looked for (the pairing is quadratic)
+
 # Time spent in table detection (ruling lines, grids, aligned text) in this process, for the benchmark.
 TABLE_STATS: dict[str, float] = {"seconds": 0.0, "tables": 0.0}
 
 _BULLET_RE = re.compile(r"^(?:[•◦▪▫●○■□‣⁃∙·\-–—*►▶✓]\s|\(?\d{1,3}[.)]\s|\(?[a-zA-Z][.)]\s|[ivxIVX]{1,5}[.)]\s)")
 _NUMERIC_RE = re.compile(r"^[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 _WS_RE = re.compile(r"\s+")
+_WORD_RE = re.compile(r"\w+")
 _LINE_RE = re.compile(r"[^\r\n]+")
 _BOLD_NAME_RE = re.compile(r"bold|black|heavy|semibold|demi|,b\b|-b\b|extrab", re.IGNORECASE)
 
@@ -112,6 +125,7 @@ class Seg:
     xs: float = 0.0  # where its first visual line starts, and its last one ends
     xe: float = 0.0
     table: TableItem | None = None  # set on the pseudo-segment that stands for a table in the layout
+    hyph: bool = False  # it ends in a hyphen pdfium marked as a line-end break (the word goes on on the next line)
 
 
 @dataclass(slots=True)
@@ -124,6 +138,7 @@ class Row:
     size: float
     bold: bool
     orient: int | str
+    hyph: bool = False  # it ends in a word broken at a line-end hyphen
 
 
 @dataclass(slots=True)
@@ -133,7 +148,14 @@ class Para:
 
     @property
     def text(self) -> str:
-        return " ".join(r.text for r in self.rows)
+        """The rows joined with spaces; a word broken at a line-end hyphen joined again ("lan-" "guages")."""
+        if not any(r.hyph for r in self.rows[:-1]):
+            return " ".join(r.text for r in self.rows)
+        parts = []
+        for r in self.rows:
+            parts.append(r.text)
+            parts.append("" if r.hyph else " ")
+        return "".join(parts[:-1])
 
     @property
     def size(self) -> float:
@@ -164,6 +186,8 @@ class PageResult:
     number: int
     items: list[Para | TableItem] = field(default_factory=list)
     status: str = "ok"  # ok | plain (read without layout) | scanned | damaged | cut
+    tables_abandoned: list[str] = field(default_factory=list)  # why ruled-table detection gave up on the page
+    unmapped: int = 0  # characters left out: their font maps them to no text
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -293,6 +317,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
         raw = textpage.raw
         n = R.FPDFText_CountChars(raw)
         text = _page_text(raw, n) if n > 0 else ""
+        result.unmapped = text.count("\x00")
         if not text.strip():
             if _has_image(page.raw):
                 result.status = "scanned"
@@ -301,7 +326,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
         try:
             segs = _segments(raw, text, rotation)
             if segs:
-                result.items = _layout_page(page.raw, raw, segs, rotation)
+                result.items = _layout_page(page.raw, raw, segs, rotation, result.tables_abandoned, text=text)
         except (ValueError, OverflowError, ZeroDivisionError, IndexError):
             # geometry pdfium reports for a broken page (NaN or infinite positions...): keep its text, in
             # pdfium's order, one paragraph per line
@@ -323,14 +348,62 @@ def _page_text(raw: Any, n: int) -> str:
     text = ""
     if got > 0:
         text = bytes(memoryview(buf).cast("B")[: (got - 1) * 2]).decode("utf-16-le", "surrogatepass")
-    if len(text) == n:
+    if len(text) != n:
+        # pdfium left out or added characters (or one is past the BMP): read them one by one, aligned by index.
+        chars = []
+        for i in range(n):
+            u = R.FPDFText_GetUnicode(raw, i)
+            chars.append(chr(u) if 0 < u <= 0x10FFFF else "\ufffd")
+        text = "".join(chars)
+    return _compose_accents(raw, _drop_unmapped(raw, text))
+
+
+def _compose_accents(raw: Any, text: str) -> str:
+    """A spacing accent drawn over a letter next to it (before or after it in the text) composed with that letter:
+    the letter's index gets the composed letter, the accent's a NUL (left out), so the text stays index-aligned."""
+    hits = [m.start() for m in pdf_text.ACCENT_RE.finditer(text)]
+    if not hits:
         return text
-    # pdfium left out or added characters (or one is past the BMP): read them one by one, aligned by index.
-    chars = []
-    for i in range(n):
-        u = R.FPDFText_GetUnicode(raw, i)
-        chars.append(chr(u) if 0 < u <= 0x10FFFF else "\ufffd")
-    return "".join(chars)
+    out = list(text)
+    a, b, c, d = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
+
+    def span(i: int) -> tuple[float, float] | None:
+        if not R.FPDFText_GetCharBox(raw, i, a, b, c, d):
+            return None
+        return a.value, b.value  # left, right
+
+    for i in hits:
+        ch = text[i]
+        acc = span(i)
+        if acc is None or acc[1] <= acc[0]:
+            continue
+        best: tuple[float, int] = (0.0, -1)
+        for k in (i - 1, i + 1):
+            if 0 <= k < len(text) and out[k].isalpha():
+                box = span(k)
+                if box is not None:
+                    best = max(best, (min(acc[1], box[1]) - max(acc[0], box[0]), k))
+        if best[1] < 0 or best[0] < 0.5 * (acc[1] - acc[0]):
+            continue
+        composed = pdf_text.compose(out[best[1]], ch)
+        if composed is not None:
+            out[best[1]], out[i] = composed, "\x00"
+    return "".join(out)
+
+
+def _drop_unmapped(raw: Any, text: str) -> str:
+    """Characters whose font maps them to no Unicode text (pdfium then gives the raw glyph code, read as Greek or
+    control characters: "ϲΒϴΒ") become NUL, which the segments leave out, as pdftotext does; index-aligned still.
+
+    Only characters outside printable ASCII are asked about (one pdfium call each), so a Latin page costs nothing."""
+    out: list[str] | None = None
+    for m in _NOT_ASCII_RE.finditer(text):
+        i = m.start()
+        if R.FPDFText_HasUnicodeMapError(raw, i) == 1:
+            if out is None:
+                out = list(text)
+            out[i] = "\x00"
+    return text if out is None else "".join(out)
 
 
 def _has_image(page_raw: Any) -> bool:
@@ -499,19 +572,52 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
         x1 = max(r[2] for r in fr)
         y1 = max(r[3] for r in fr)
         base1 = base0 - (fr[0][3] - fr[-1][3]) if len(fr) > 1 else base0
-        clean = _clean(text[s:e])
+        clean = _clean(_mark_spaces(raw, text, s, e) if frame == 0 else text[s:e])
         if clean:
             seg = Seg(clean, x0, y0, x1, y1, base0, min(base0, base1), size, bold, orient, frame, s, e)
             seg.xs, seg.xe = fr[0][0], fr[-1][2]
+            seg.hyph = text[e - 1] == "\ufffe"
             out.append(seg)
     return out
+
+
+_NOT_ASCII_RE = re.compile(r"[^\x20-\x7e\r\n]")
+_MARK_RE = re.compile(r"\d(?=[^\W\d_])")
+
+
+def _raised_mark(raw: Any, i: int) -> bool:
+    """Character ``i`` (a digit) stands raised before the letter after it (its baseline a quarter of the letter's
+    height above the letter's) or is set in a smaller font: a footnote mark before its text. Upright text only."""
+    a, b, c, d = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
+    if not R.FPDFText_GetCharBox(raw, i + 1, a, b, c, d):
+        return False
+    height = d.value - c.value
+    if not R.FPDFText_GetCharOrigin(raw, i, a, b):
+        return False
+    raised = b.value
+    if not R.FPDFText_GetCharOrigin(raw, i + 1, a, b):
+        return False
+    if height > 0 and raised - b.value > 0.25 * height:
+        return True
+    here, nxt = R.FPDFText_GetFontSize(raw, i), R.FPDFText_GetFontSize(raw, i + 1)
+    return 0 < here < 0.8 * nxt  # (set in a smaller font, as TeX sets a footnote mark)
+
+
+def _mark_spaces(raw: Any, text: str, s: int, e: int) -> str:
+    """``text[s:e]`` with a space after a footnote mark run into the word it stands before ("1Preliminary")."""
+    line = text[s:e]
+    cuts = [m.end() for m in _MARK_RE.finditer(line) if _raised_mark(raw, s + m.start())]
+    if not cuts:
+        return line
+    parts = [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)], strict=True)]
+    return " ".join(parts)
 
 
 def _clean(text: str) -> str:
     if "\ufffe" in text:
         text = text.replace("\ufffe", "")
     text = text.replace("\x00", "")
-    return _WS_RE.sub(" ", text).strip()
+    return pdf_text.space_direction_changes(_WS_RE.sub(" ", text).strip())
 
 
 def _stacked(rects: list[tuple[float, float, float, float]]) -> bool:
@@ -540,6 +646,7 @@ def _split_line(raw: Any, text: str, s: int, e: int, style: _Style, *, calls: _C
     start = s
     last_x1 = 0.0
     cy = 0.0
+    hyph = False  # the last glyph so far is followed by a line-end hyphen mark
 
     def flush(end: int) -> None:
         t = _clean("".join(cur))
@@ -548,15 +655,19 @@ def _split_line(raw: Any, text: str, s: int, e: int, style: _Style, *, calls: _C
             base = _to_frame(calls.a.value, calls.b.value, cs)[1]
             if not box[1] - size <= base <= box[3] + size:
                 base = box[1]
-            seg = Seg(t, box[0], box[1], box[2], box[3], base, base, size, bold, orient, frame, start, end)
+            seg = Seg(t, box[0], box[1], box[2], box[3], base, base, size, bold, orient, frame, start, end, hyph=hyph)
             seg.xs, seg.xe = box[0], box[2]
             out.append(seg)
 
     for i in range(s, e):
         ch = text[i]
-        if ch.isspace() or ch == "\ufffe":
+        if ch == "\ufffe":
+            hyph = bool(cur) and cur[-1] != " "
+            continue
+        if ch.isspace():
             if cur and cur[-1] != " ":
                 cur.append(" ")
+            hyph = False
             continue
         if not R.FPDFText_GetCharBox(raw, i, calls.a, calls.b, calls.c, calls.d):
             cur.append(ch)
@@ -566,6 +677,16 @@ def _split_line(raw: Any, text: str, s: int, e: int, style: _Style, *, calls: _C
         if box and (x0 - last_x1 > gap or x1 < box[0] - gap or abs(mid_y - cy) > 0.6 * size):
             flush(i)
             cur, box, start = [], [], i
+        hyph = False  # (a hyphen mark inside a visual line joins the word: nothing to keep)
+        if (
+            frame == 0
+            and cur
+            and cur[-1].isdigit()
+            and ch.isalpha()
+            and text[i - 1] == cur[-1]
+            and _raised_mark(raw, i - 1)
+        ):
+            cur.append(" ")
         if not box:
             box = [x0, y0, x1, y1]
             cy = mid_y
@@ -577,21 +698,39 @@ def _split_line(raw: Any, text: str, s: int, e: int, style: _Style, *, calls: _C
     return out
 
 
+class WordCut(Exception):
+    """A grid line runs through a word: the grid is a figure drawn over text, not a table of it."""
+
+
 def _resplit(raw: Any, text: str, seg: Seg, cuts: list[float]) -> list[Seg]:
-    """Cut a segment at the x positions ``cuts`` (a ruled table's inner grid lines), character by character."""
+    """Cut a segment at the x positions ``cuts`` (a ruled table's inner grid lines), character by character.
+
+    Raises ``WordCut`` when a cut falls inside a word (two letters or digits side by side, no space between them, on
+    both sides of a grid line): a table's cells keep their text apart, a figure's lines drawn over prose do not."""
     calls = _Calls()
     cs = _rot(seg.frame)
     parts: dict[int, list[tuple[int, str, tuple[float, float, float, float]]]] = {}
     prev_col = 0
+    last: tuple[str, float, int] | None = None  # the previous glyph: its character, right edge and column
     for i in range(seg.cs, seg.ce):
         ch = text[i]
         if ch.isspace() or ch == "\ufffe":
             parts.setdefault(prev_col, []).append((i, " ", (0.0, 0.0, 0.0, 0.0)))
+            last = None
             continue
         if not R.FPDFText_GetCharBox(raw, i, calls.a, calls.b, calls.c, calls.d):
             continue
         bx = _box_to_frame(calls.a.value, calls.c.value, calls.b.value, calls.d.value, cs)
         col = bisect.bisect_left(cuts, (bx[0] + bx[2]) / 2)
+        if (
+            last is not None
+            and last[2] != col
+            and last[0].isalnum()
+            and ch.isalnum()
+            and bx[0] - last[1] < 0.3 * seg.size
+        ):
+            raise WordCut
+        last = (ch, bx[2], col)
         prev_col = col
         parts.setdefault(col, []).append((i, ch, bx))
     out: list[Seg] = []
@@ -629,13 +768,24 @@ def _seg_with_ends(*args: Any) -> Seg:
 # -- layout -----------------------------------------------------------------------------------------------------
 
 
-def _layout_page(page_raw: Any, raw: Any, segs: list[Seg], rotation: int) -> list[Para | TableItem]:
+def _layout_page(
+    page_raw: Any,
+    raw: Any,
+    segs: list[Seg],
+    rotation: int,
+    abandoned: list[str] | None = None,
+    *,
+    text: str | None = None,
+) -> list[Para | TableItem]:
+    """The page's paragraphs and tables in reading order; why ruled-table detection gave up, if it did, in
+    ``abandoned``."""
+    if abandoned is None:
+        abandoned = []
     by_frame: dict[int, list[Seg]] = {}
     for seg in segs:
         by_frame.setdefault(seg.frame, []).append(seg)
     # the frame with the most text first, then the others in the order their text came
     frames = sorted(by_frame, key=lambda f: (-sum(len(s.text) for s in by_frame[f]), by_frame[f][0].cs))
-    text = None
     items: list[Para | TableItem] = []
     edges_user: tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]] | None = None
     for frame in frames:
@@ -644,12 +794,16 @@ def _layout_page(page_raw: Any, raw: Any, segs: list[Seg], rotation: int) -> lis
         tables: list[TableItem] = []
         if frame in (0, 90, 180, 270) and len(fsegs) >= 4:
             if edges_user is None:
-                edges_user = _ruling_edges(page_raw)
+                try:
+                    edges_user = _ruling_edges(page_raw)
+                except TablesAbandoned as exc:
+                    abandoned.append(str(exc))
+                    edges_user = ([], [])
             if edges_user[0]:
                 if text is None:
                     n = R.FPDFText_CountChars(raw)
                     text = _page_text(raw, n)
-                fsegs, ruled = _ruled_tables(raw, text, fsegs, edges_user, frame)
+                fsegs, ruled = _ruled_tables(raw, text, fsegs, edges_user, frame, abandoned=abandoned)
                 tables.extend(ruled)
         if len(fsegs) >= 6:
             fsegs, aligned = _aligned_tables(fsegs)
@@ -836,25 +990,64 @@ def _column_runs(segs: list[Seg], gutters: list[tuple[float, float]]) -> list[tu
     return runs
 
 
+def _script_hosts(run: list[Seg]) -> dict[int, Seg]:
+    """id(script) -> host for the small segments (super- and subscripts, footnote marks) pdfium put on a line of
+    their own that sit right at the start or end of a bigger segment on the same visual line (``R`` + ``2``)."""
+    sizes = sorted(s.size for s in run if s.table is None)
+    if not sizes:
+        return {}
+    small = 0.85 * sizes[-1]
+    hosts: dict[int, Seg] = {}
+    for k, s in enumerate(run):
+        if s.table is not None or s.size > small:
+            continue
+        for h in run[max(0, k - 8) : k + 9]:
+            if h is s or h.table is not None or s.size > 0.85 * h.size or id(h) in hosts:
+                continue
+            if not (s.y0 < h.y1 and s.y1 > h.y0) or abs(s.base0 - h.base0) > 0.7 * h.size:
+                continue
+            after = -0.2 * h.size <= s.x0 - h.x1 <= 0.4 * h.size
+            before = -0.2 * h.size <= h.x0 - s.x1 <= 0.4 * h.size
+            if after or before:
+                hosts[id(s)] = h
+                break
+    return hosts
+
+
 def _rows(run: list[Seg]) -> list[Row | TableItem]:
-    """Segments of one column (sorted top-down) joined into rows at the same baseline."""
+    """Segments of one column (sorted top-down) joined into rows at the same baseline; a super- or subscript joins
+    the row of the segment it is attached to (without a space where they touch)."""
     out: list[Row | TableItem] = []
     group: list[Seg] = []
+    hosts = _script_hosts(run)
+    if hosts:
+        by_id = {id(s): s for s in run}
+        run = sorted(run, key=lambda s: -by_id[id(hosts[id(s)])].base0 if id(s) in hosts else -s.base0)
+
+    def base(s: Seg) -> float:
+        h = hosts.get(id(s))
+        return h.base0 if h is not None else s.base0
 
     def flush() -> None:
         if not group:
             return
         group.sort(key=lambda g: g.x0)
+        text = group[0].text
+        for prev, g in pairwise(group):
+            touching = (id(g) in hosts or id(prev) in hosts) and g.x0 <= prev.x1  # boxes that touch: one word
+            text += g.text if touching else " " + g.text
+        main = [g for g in group if id(g) not in hosts] or group
         out.append(
             Row(
-                " ".join(g.text for g in group),
+                text,
                 group[0].xs,
                 group[-1].xe,
-                max(g.base0 for g in group),
-                min(g.base1 for g in group),
-                max(g.size for g in group),
-                all(g.bold for g in group),
+                max(g.base0 for g in main),
+                min(g.base1 for g in main),
+                max(g.size for g in main),
+                all(g.bold for g in main),
                 group[0].orient,
+                group[-1].hyph,
             )
         )
         group.clear()
@@ -864,7 +1057,7 @@ def _rows(run: list[Seg]) -> list[Row | TableItem]:
             flush()
             out.append(s.table)
             continue
-        if group and (abs(s.base0 - group[0].base0) > 0.35 * max(s.size, group[0].size) or s.orient != group[0].orient):
+        if group and (abs(base(s) - base(group[0])) > 0.35 * max(s.size, group[0].size) or s.orient != group[0].orient):
             flush()
         group.append(s)
     flush()
@@ -941,8 +1134,12 @@ def _mul(m1: tuple[float, ...], m2: tuple[float, ...]) -> tuple[float, ...]:
     )
 
 
+class TablesAbandoned(Exception):
+    """Ruled-table detection gave up on a page (past a bound): its text stays paragraphs, and the artifact says so."""
+
+
 def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
-    """Horizontal and vertical line pieces drawn on the page (user space)."""
+    """Horizontal and vertical line pieces drawn on the page (user space); TablesAbandoned past the path bounds."""
     hs: list[Edge] = []
     vs: list[Edge] = []
     identity = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -970,7 +1167,7 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
                 continue
             budget_objects -= 1
             if budget_objects < 0:
-                return [], []
+                raise TablesAbandoned(f"the page draws more than {LIMITS.pdf_max_path_objects:,} paths")
             if R.FPDFPath_GetDrawMode(obj, fill, stroke) and not fill.value and not stroke.value:
                 continue
             if not R.FPDFPageObj_GetBounds(obj, fl, fb, fr, ft):
@@ -995,7 +1192,7 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
                 continue
             budget_segments -= nseg
             if budget_segments < 0:
-                return [], []
+                raise TablesAbandoned(f"the page's paths have more than {LIMITS.pdf_max_path_segments:,} segments")
             if not R.FPDFPageObj_GetMatrix(obj, fm):
                 continue
             mtx = _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm)
@@ -1085,12 +1282,15 @@ def _cluster(values: list[float], tol: float) -> list[float]:
 
 
 def _ruled_tables(
-    raw: Any, text: str, segs: list[Seg], edges_user: tuple[list[Edge], list[Edge]], frame: int
+    raw: Any, text: str, segs: list[Seg], edges_user: tuple[list[Edge], list[Edge]], frame: int, *, abandoned: list[str]
 ) -> tuple[list[Seg], list[TableItem]]:
     hs, vs = _edges_in_frame(edges_user[0], edges_user[1], frame)
     hs = [e for e in _merge_edges(hs) if e[2] - e[1] >= 4.0]
     vs = [e for e in _merge_edges(vs) if e[2] - e[1] >= 4.0]
-    if len(hs) < 2 or len(hs) * len(vs) > 400_000:
+    if len(hs) * len(vs) > MAX_RULE_PAIRS:
+        abandoned.append(f"{len(hs):,} horizontal by {len(vs):,} vertical rules")
+        return segs, []
+    if len(hs) < 2:
         return segs, []
     # connected components of crossing edges
     parent = list(range(len(hs) + len(vs)))
@@ -1132,6 +1332,7 @@ def _ruled_tables(
         if len(ys) < 3 and len(xs) < 3:
             continue  # a single box: a frame around text, not a table
         if (len(ys) - 1) * (len(xs) - 1) > LIMITS.pdf_max_table_cells:
+            abandoned.append(f"a grid of more than {LIMITS.pdf_max_table_cells:,} cells")
             continue
         bx0, bx1 = xs[0], xs[-1]
         by0, by1 = ys[0], ys[-1]
@@ -1146,10 +1347,13 @@ def _ruled_tables(
         if not inside:
             continue
         pieces: list[Seg] = []
-        for s in inside:
-            cy = (s.base0 + s.y1) / 2
-            cuts = sorted(v[0] for v in cv if v[1] - 2 <= cy <= v[2] + 2 and s.x0 + 1 < v[0] < s.x1 - 1)
-            pieces.extend(_resplit(raw, text, s, cuts) if cuts else [s])
+        try:
+            for s in inside:
+                cy = (s.base0 + s.y1) / 2
+                cuts = sorted(v[0] for v in cv if v[1] - 2 <= cy <= v[2] + 2 and s.x0 + 1 < v[0] < s.x1 - 1)
+                pieces.extend(_resplit(raw, text, s, cuts) if cuts else [s])
+        except WordCut:
+            continue  # its text stays paragraphs
         nrows, ncols = len(ys) - 1, len(xs) - 1
         grid: list[list[list[Seg]]] = [[[] for _ in range(ncols)] for _ in range(nrows)]
         for s in pieces:
@@ -1298,7 +1502,7 @@ def _aligned_tables(segs: list[Seg]) -> tuple[list[Seg], list[TableItem]]:
             if prev_base - lines[j][0].base0 > 2.6 * size:
                 break
             j += 1
-        if j - i >= 3:
+        if j - i >= 3 and not _runs_on(lines, i, j):
             tbl = _aligned_table(lines[i:j])
             if tbl is not None:
                 tables.append(tbl)
@@ -1308,6 +1512,27 @@ def _aligned_tables(segs: list[Seg]) -> tuple[list[Seg], list[TableItem]]:
     if not tables:
         return segs, []
     return [s for s in segs if id(s) not in used], tables
+
+
+def _runs_on(lines: list[list[Seg]], i: int, j: int) -> bool:
+    """Lines ``i:j`` hold a line of prose that goes on in the line just above or below them (same left edge, the
+    usual pitch, a line as long): a paragraph beside a figure's labels runs through the rows, they are no table."""
+    for inner, outer in ((i, i - 1), (j - 1, j)):
+        if not 0 <= outer < len(lines):
+            continue
+        for s in lines[inner]:
+            if len(_WORD_RE.findall(s.text)) < 6:
+                continue
+            for p in lines[outer]:
+                if (
+                    abs(p.x0 - s.x0) <= 0.5 * s.size
+                    and abs(p.size - s.size) <= 0.1 * s.size
+                    and abs(p.base0 - s.base0) <= 2.0 * s.size
+                    and p.x1 - p.x0 >= 0.6 * (s.x1 - s.x0)
+                    and len(_WORD_RE.findall(p.text)) >= 6
+                ):
+                    return True
+    return False
 
 
 def _aligned_table(lines: list[list[Seg]], strict: bool = True) -> TableItem | None:
@@ -1510,6 +1735,15 @@ def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple
             continue
         if page.status == "plain":
             builder.warn(f"page {p} has broken geometry: its text is in content order, without layout")
+        if page.unmapped:
+            builder.warn(
+                f"page {p}: {page.unmapped:,} characters are left out: their font maps them to no text "
+                "(the glyphs are drawn, their letters are not known)"
+            )
+        if page.tables_abandoned:
+            reasons = "; ".join(dict.fromkeys(page.tables_abandoned))
+            builder.warn(f"page {p}: table detection abandoned ({reasons}); its text is read as paragraphs")
+            builder.lose(LOST_TABLES)
         extracted += 1
         k_on_page = 0
         for item in page.items:
