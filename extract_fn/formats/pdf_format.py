@@ -41,8 +41,10 @@ and, as the tabular formats do, one ``paragraph`` block per data row (the header
 in the reading order.
 
 Coverage: a page is extracted when its text was read (a blank page counts as extracted). A page without a text
-layer that holds an image is failed ("no text layer (scanned image); OCR not available") and ``coverage.lost``
-gets ``ocr``; a page pdfium cannot load is failed as damaged; pages past the output budget are failed as cut.
+layer that holds an image is read by OCR (``extract_fn.ocr``: its paragraphs carry ``attrs.ocr``) and is then
+extracted; one OCR could not read (off, past the file's OCR cap or budget, nothing found) is failed with that reason
+and ``coverage.lost`` gets ``ocr``; a page pdfium cannot load is failed as damaged; pages past the output budget are
+failed as cut.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice, pairwise
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as R
@@ -68,6 +70,9 @@ from extract_fn.formats.pdf_streams import check_streams
 from extract_fn.limits import LIMITS
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_OCR, ErrorCode, ExtractionError
+
+if TYPE_CHECKING:
+    from extract_fn.ocr.blocks import OcrOutcome
 
 PARSER = "loom-pdf"
 PARSER_VERSION = f"1+pypdfium2-{pdfium.PYPDFIUM_INFO}"
@@ -164,6 +169,7 @@ class PageResult:
     number: int
     items: list[Para | TableItem] = field(default_factory=list)
     status: str = "ok"  # ok | plain (read without layout) | scanned | damaged | cut
+    ocr: OcrOutcome | None = None  # a scanned page's OCR (None: OCR is off)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -202,11 +208,14 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         budget = int(request.max_output_bytes * limits.output_share_paged)
         pages: list[PageResult] = []
         used = 2048
+        ocr = _OcrReader(limits)
         for index in range(n_pages):
             if used > budget:
                 pages.append(PageResult(index + 1, status="cut"))
                 continue
             result = _read_page(pdf, index)
+            if result.status == "scanned":
+                result.ocr = ocr.read(pdf, index)
             used += _estimate(result)
             pages.append(result)
         _emit(builder, pages, outline, budget)
@@ -216,6 +225,27 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
 
 
 extract = format_module(_body)
+
+
+class _OcrReader:
+    """OCR of a file's scanned pages, made ready on the first one (the engine loads only in a worker that needs it)."""
+
+    def __init__(self, limits: Any) -> None:
+        self.limits = limits
+        self.allowance: Any = None
+
+    def read(self, pdf: pdfium.PdfDocument, index: int) -> OcrOutcome | None:
+        from extract_fn.ocr import config, pdf_pages
+
+        if not config.enabled():
+            return None
+        if self.allowance is None:
+            self.allowance = config.Allowance.for_file()
+        page = pdf[index]
+        try:
+            return pdf_pages.read_page(page, self.allowance, self.limits)
+        finally:
+            page.close()
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -1369,6 +1399,8 @@ def _estimate(result: PageResult) -> int:
             total += sum(len(r.text) for r in item.rows) + 200
         else:
             total += sum(sum(len(c or "") + 8 for c in row) + 200 for row in item.cells)
+    if result.ocr is not None:
+        total += sum(len(b.text) + 300 for b in result.ocr.blocks)
     return total
 
 
@@ -1502,8 +1534,10 @@ def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple
             builder.fail(f"page {p}", CUT_REASON)
             continue
         if page.status == "scanned":
-            builder.fail(f"page {p}", SCANNED_REASON)
-            scanned = True
+            if _emit_ocr(builder, page, stack):
+                extracted += 1
+            else:
+                scanned = True
             continue
         if page.status == "damaged":
             builder.fail(f"page {p}", DAMAGED_REASON)
@@ -1549,6 +1583,27 @@ def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple
     if scanned:
         builder.lose(LOST_OCR)
     builder.coverage(total=len(pages), extracted=extracted)
+
+
+def _emit_ocr(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int, str, str]]) -> bool:
+    """A scanned page's OCR paragraphs (True), or its failed unit (False: the page is not read, ``ocr`` is lost)."""
+    p = page.number
+    if page.ocr is None:
+        builder.fail(f"page {p}", SCANNED_REASON)
+        return False
+    if not page.ocr.blocks:
+        builder.fail(f"page {p}", f"no text layer (scanned image); {page.ocr.reason}")
+        return False
+    for block in page.ocr.blocks:
+        builder.add_block(
+            "paragraph",
+            block.text,
+            parent=stack[-1][1] if stack else None,
+            section_path=[t for _, _, t in stack],
+            locator=make_locator(page_start=p, page_end=p),
+            attrs=block.attrs,
+        )
+    return True
 
 
 def _column_type(values: list[str | None]) -> str:

