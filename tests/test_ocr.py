@@ -214,3 +214,92 @@ def test_default_cap_and_budget_fit_the_extraction_timeout() -> None:
     assert s.enabled
     assert s.max_pages == settings.OCR_MAX_PAGES.default
     assert s.budget_s < settings.TIMEOUT_S.default
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pictures in DOCX and PPTX
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A PNG that claims width x height (1-bit grey) with a few bytes of data: what a hostile picture looks like."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+
+
+def _docx(picture: bytes, alt: str = "") -> bytes:
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("Opening paragraph written as text.")
+    d.add_picture(io.BytesIO(picture))
+    if alt:
+        for pr in d.inline_shapes[0]._inline.iter("{*}docPr"):
+            pr.set("descr", alt)
+    d.add_paragraph("Closing paragraph written as text.")
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def _pptx(picture: bytes) -> bytes:
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Slide with a picture"
+    slide.shapes.add_picture(io.BytesIO(picture), Inches(0.5), Inches(1.5), width=Inches(9))
+    buf = io.BytesIO()
+    deck.save(buf)
+    return buf.getvalue()
+
+
+def _extract(fmt: str, data: bytes) -> dict[str, Any]:
+    from extract_fn.formats import docx_format, pptx_format
+
+    module = {"docx": docx_format, "pptx": pptx_format}[fmt]
+    artifact = module.extract(data, ExtractRequest(format=fmt))
+    validate_artifact(orjson.dumps(artifact), format=fmt, original_size=len(data))
+    return artifact
+
+
+@pytest.mark.parametrize("fmt", ["docx", "pptx"])
+def test_a_picture_of_text_is_read_and_marked(fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    scan = small("clean", 200, seed=21)
+    data = (
+        _docx(ocr_pages.png_bytes(scan.image), alt="A scanned note")
+        if fmt == "docx"
+        else _pptx(ocr_pages.png_bytes(scan.image))
+    )
+    a = _extract(fmt, data)
+    read = [b for b in a["blocks"] if "ocr" in b.get("attrs", {})]
+    assert read
+    assert all(b["attrs"]["ocr"]["engine"] == "tesseract" for b in read)
+    recall, precision = ocr_pages.recall_precision(scan.text, " ".join(b["text"] for b in read))
+    assert recall >= 0.95
+    assert precision >= 0.9
+    _set(monkeypatch, "EXTRACTOR_OCR", "off")
+    off = _extract(fmt, data)
+    # the other blocks (text, title, alt text if the module reads it) are the same with OCR on and off
+    assert [b["text"] for b in a["blocks"] if b not in read] == [b["text"] for b in off["blocks"]]
+    assert all("ocr" not in b.get("attrs", {}) for b in off["blocks"])
+    assert a["coverage"]["lost"] == off["coverage"]["lost"] == []
+    if fmt == "docx":  # in reading order: after the paragraph before the picture, before the one after it
+        texts = [b["text"] for b in a["blocks"]]
+        assert texts.index("Opening paragraph written as text.") < texts.index(read[0]["text"])
+        assert texts.index(read[-1]["text"]) < texts.index("Closing paragraph written as text.")
+
+
+def test_hostile_20000_by_20000_picture_is_refused_before_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(engine, "read_image", lambda image, dpi=300: calls.append(1))
+    a = _extract("docx", _docx(_png_header_only(20_000, 20_000)))
+    assert calls == []
+    assert a["coverage"]["lost"] == [LOST_OCR]
+    assert any("20,000 x 20,000 pixels" in w or "over the OCR limit" in w for w in a["warnings"]), a["warnings"]

@@ -487,6 +487,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
 
     # -- body
     stack: list[tuple[int, str, str]] = []
+    pictures = _pictures(zf, request)
     for el in _blocks_in(body):
         if builder.text_chars > budget:
             cut = True
@@ -515,6 +516,8 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
                 _add(builder, stack, "list", text, attrs, depth=num[1])
             else:
                 _add(builder, stack, "paragraph", text, None)
+        for ocr_block in pictures.blocks_for(el, by_id):
+            _add(builder, stack, "paragraph", ocr_block.text, ocr_block.attrs)
         for box in boxes:
             for bp in _blocks_in(box):
                 if bp.tag in T_TBL:
@@ -588,6 +591,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
                     break
             if cut:
                 break
+    pictures.finish(builder)
     extracted = doc.paragraphs
     total = extracted  # every paragraph of the parts read was visited
     if cut:
@@ -596,6 +600,13 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
         builder.fail(f"paragraphs {extracted + 1}-{total}", CUT_REASON)
     builder.coverage(total=total, extracted=extracted)
     return builder.build()
+
+
+def _pictures(zf: zipfile.ZipFile, request: ExtractRequest) -> Any:
+    """OCR of the body's pictures (``extract_fn.ocr.pictures``): a block after each picture's paragraph."""
+    from extract_fn.ocr.pictures import PictureReader
+
+    return PictureReader(zf, request.limits)
 
 
 def _add(

@@ -181,9 +181,12 @@ def _chart_text(root: Any) -> str:
 
 
 class _Deck:
-    def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder) -> None:
+    def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder, limits: Any = LIMITS) -> None:
+        from extract_fn.ocr.pictures import PictureReader
+
         self.zf = zf
         self.builder = builder
+        self.pictures = PictureReader(zf, limits)  # OCR of pictures (extract_fn.ocr.pictures)
 
     def slide(self, number: int, part: str, hidden_hint: bool) -> None:
         b = self.builder
@@ -208,6 +211,8 @@ class _Deck:
                 except ExtractionError as exc:
                     failures.append((n, exc.message))
                     continue
+                for ocr_block in self._ocr(shape, rels):
+                    items.append((n, "ocr", ocr_block.text, ocr_block.attrs))
                 if not text:
                     continue
                 if kind == "title" and title is None:
@@ -270,6 +275,12 @@ class _Deck:
         # anything else with text in it (ink, content parts, unknown extensions): read its text frames
         texts = [_text_frame(el) for el in shape.iter() if local(el.tag) in ("sp",)]
         return "text", "\n".join(t for t in texts if t), {}
+
+    def _ocr(self, shape: Any, rels: dict[str, tuple[str, str]]) -> list[Any]:
+        """OCR blocks of a picture shape (not of pictures filling other shapes)."""
+        if local(shape.tag) != "pic":
+            return []
+        return self.pictures.blocks_for(shape, {rid: target for rid, (_t, target) in rels.items()})
 
     def notes(self, rels: dict[str, tuple[str, str]]) -> str:
         for rtype, target in rels.values():
@@ -344,7 +355,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
     builder.attrs["slides"] = len(order)
     budget = int(request.max_output_bytes * request.limits.output_share_paged)
-    deck = _Deck(zf, builder)
+    deck = _Deck(zf, builder, request.limits)
     extracted = 0
     cut = False
     for number, part in enumerate(order, start=1):
@@ -365,5 +376,6 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
         extracted += 1
     if cut:
         builder.warn("the artifact reached its output size limit; the remaining slides were not extracted")
+    deck.pictures.finish(builder)
     builder.coverage(total=len(order), extracted=extracted)
     return builder.build()
