@@ -303,3 +303,45 @@ def test_hostile_20000_by_20000_picture_is_refused_before_decoding(monkeypatch: 
     assert calls == []
     assert a["coverage"]["lost"] == [LOST_OCR]
     assert any("20,000 x 20,000 pixels" in w or "over the OCR limit" in w for w in a["warnings"]), a["warnings"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Images on pages that have a text layer
+
+
+def _text_page_with_picture(picture: ocr_pages.Page, stamp: str) -> bytes:
+    """One page: a text layer (``stamp`` and LOREM) and, below it, a picture of other text (6.5 inches wide)."""
+    doc = pdfium.PdfDocument(make_pdf([body_lines(72, 740, [stamp, *LOREM[:1]])]))
+    page = doc[0]
+    img = pdfium.PdfImage.new(doc)
+    img.set_bitmap(pdfium.PdfBitmap.from_pil(picture.image.convert("RGB")))
+    w_pt = 6.5 * 72
+    h_pt = w_pt * picture.image.height / picture.image.width
+    img.set_matrix(pdfium.PdfMatrix().scale(w_pt, h_pt).translate(72, 690 - h_pt))
+    page.insert_obj(img)
+    page.gen_content()
+    buf = io.BytesIO()
+    doc.save(buf)
+    return buf.getvalue()
+
+
+def test_a_picture_of_text_on_a_text_page_adds_what_the_layer_lacks() -> None:
+    picture = ocr_pages.page("clean", dpi=200, seed=31, sentences=3, width_in=6.5, height_in=2.5, points=12)
+    a = run(_text_page_with_picture(picture, "Stamp received"))
+    assert a["coverage"]["extracted"] == 1
+    assert a["coverage"]["lost"] == []
+    layer = [b for b in a["blocks"] if "ocr" not in b.get("attrs", {})]
+    read = [b for b in a["blocks"] if "ocr" in b.get("attrs", {})]
+    assert "Stamp received" in " ".join(b["text"] for b in layer)
+    assert read
+    assert all(b["locator"]["page_start"] == 1 for b in read)
+    recall, _ = ocr_pages.recall_precision(picture.text, " ".join(b["text"] for b in read))
+    assert recall >= 0.95
+    assert "stamp" not in ocr_pages.words(" ".join(b["text"] for b in read))  # the layer's text is not repeated
+
+
+def test_a_picture_repeating_the_text_layer_adds_nothing() -> None:
+    """A scan with its own invisible text layer (what OCR software writes): the image adds no block."""
+    picture = ocr_pages.page("clean", dpi=200, seed=41, sentences=3, width_in=6.5, height_in=2.5, points=12)
+    a = run(_text_page_with_picture(picture, picture.text.replace("\n", " ")))
+    assert all("ocr" not in b.get("attrs", {}) for b in a["blocks"])

@@ -213,9 +213,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
             if used > budget:
                 pages.append(PageResult(index + 1, status="cut"))
                 continue
-            result = _read_page(pdf, index)
-            if result.status == "scanned":
-                result.ocr = ocr.read(pdf, index)
+            result = _read_page(pdf, index, ocr)
             used += _estimate(result)
             pages.append(result)
         _emit(builder, pages, outline, budget)
@@ -234,18 +232,27 @@ class _OcrReader:
         self.limits = limits
         self.allowance: Any = None
 
-    def read(self, pdf: pdfium.PdfDocument, index: int) -> OcrOutcome | None:
-        from extract_fn.ocr import config, pdf_pages
+        self.on: bool | None = None
 
-        if not config.enabled():
-            return None
-        if self.allowance is None:
+    def _ready(self) -> bool:
+        from extract_fn.ocr import config
+
+        if self.on is None:
+            self.on = config.enabled()
             self.allowance = config.Allowance.for_file()
-        page = pdf[index]
-        try:
-            return pdf_pages.read_page(page, self.allowance, self.limits)
-        finally:
-            page.close()
+        return self.on
+
+    def scanned(self, page: pdfium.PdfPage) -> OcrOutcome | None:
+        """A page without a text layer, read whole (None: OCR is off)."""
+        from extract_fn.ocr import pdf_pages
+
+        return pdf_pages.read_page(page, self.allowance, self.limits) if self._ready() else None
+
+    def regions(self, page: pdfium.PdfPage, text: str) -> OcrOutcome | None:
+        """The large images of a page with a text layer: the paragraphs of text the layer lacks."""
+        from extract_fn.ocr import pdf_pages
+
+        return pdf_pages.read_regions(page, self.allowance, self.limits, text) if self._ready() else None
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -306,7 +313,7 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 # One page
 
 
-def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
+def _read_page(pdf: pdfium.PdfDocument, index: int, ocr: _OcrReader | None = None) -> PageResult:
     result = PageResult(index + 1)
     try:
         page = pdf[index]
@@ -326,6 +333,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
         if not text.strip():
             if _has_image(page.raw):
                 result.status = "scanned"
+                result.ocr = ocr.scanned(page) if ocr is not None else None
             return result
         rotation = page.get_rotation() % 360
         try:
@@ -339,6 +347,8 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
                 Para([Row(t, 0.0, 0.0, 0.0, 0.0, 0.0, False, 0)]) for t in map(_clean, text.splitlines()) if t
             ]
             result.status = "plain"
+        if ocr is not None:
+            result.ocr = ocr.regions(page, text)
         return result
     finally:
         if textpage is not None:
@@ -1578,6 +1588,8 @@ def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple
                 locator=loc,
                 attrs=attrs,
             )
+        if page.ocr is not None:
+            _emit_ocr_regions(builder, page, stack)
     if cut:
         builder.warn("the artifact reached its output size limit; the remaining pages were not extracted")
     if scanned:
@@ -1604,6 +1616,24 @@ def _emit_ocr(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int,
             attrs=block.attrs,
         )
     return True
+
+
+def _emit_ocr_regions(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int, str, str]]) -> None:
+    """After a text page's own blocks: the text OCR read in its images; a warning (and ``ocr`` lost) when the file's
+    OCR cap or budget left its images unread."""
+    assert page.ocr is not None
+    for block in page.ocr.blocks:
+        builder.add_block(
+            "paragraph",
+            block.text,
+            parent=stack[-1][1] if stack else None,
+            section_path=[t for _, _, t in stack],
+            locator=make_locator(page_start=page.number, page_end=page.number),
+            attrs=block.attrs,
+        )
+    if page.ocr.reason:
+        builder.warn(f"the images of page {page.number} were {page.ocr.reason}")
+        builder.lose(LOST_OCR)
 
 
 def _column_type(values: list[str | None]) -> str:
