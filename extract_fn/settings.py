@@ -17,7 +17,7 @@
 | ``EXTRACTOR_MAX_CONNECTIONS`` | 0 (half the fd limit, at most 4096) | open connections ``serve`` holds |
 | ``EXTRACTOR_OCR`` | on | ``off``: no OCR (pages without a text layer are failed units and ``ocr`` is lost) |
 | ``EXTRACTOR_OCR_MAX_PAGES`` | 40 | pages and pictures one file may have read by OCR; past it they are failed units |
-| ``EXTRACTOR_OCR_BUDGET_S`` | 40 | seconds of OCR one file may use; pages past it are failed units |
+| ``EXTRACTOR_OCR_BUDGET_S`` | 30 | seconds of OCR one file may use (at most half the timeout); pages past it fail |
 
 Each variable is a ``Setting`` declaration (``shared.settings_spec``; its default written once, the table above
 checked against it by tests/test_settings_spec.py). Invalid values raise one ``SettingsError`` whose message names
@@ -148,11 +148,11 @@ MAX_CONNECTIONS: Final = Setting(
     "open connections serve holds",
 )
 
-# OCR (extract_fn.ocr): the defaults fit TIMEOUT_S: ~1-1.5 s a page on one core, so 40 pages in 40 s leave a third
-# of the minute for the rest of the file.
+# OCR (extract_fn.ocr): the defaults fit TIMEOUT_S: ~1 s an upright page on one core, so 30 s reads ~25-30 pages and
+# leaves half the minute for the rest of the file (the budget used is at most half of TIMEOUT_S, whatever it says).
 OCR: Final = Setting(ENV_OCR, True, _on_off, "OCR of scanned pages and pictures", default_doc="on")
 OCR_MAX_PAGES: Final = Setting(ENV_OCR_MAX_PAGES, 40, _integer, "pages and pictures one file may have read by OCR")
-OCR_BUDGET_S: Final = Setting(ENV_OCR_BUDGET_S, 40.0, _seconds, "seconds of OCR one file may use")
+OCR_BUDGET_S: Final = Setting(ENV_OCR_BUDGET_S, 30.0, _seconds, "seconds of OCR one file may use")
 
 # The defaults by name, for the modules that use them (written once, in the declarations above).
 DEFAULT_TIMEOUT_S: Final = TIMEOUT_S.default

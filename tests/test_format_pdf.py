@@ -269,9 +269,12 @@ def test_scanned_page_is_failed_unit_and_loses_ocr() -> None:
     cov = a["coverage"]
     assert cov["total"] == 3
     assert cov["extracted"] == 2  # the blank page is extracted (it has nothing to read)
-    # OCR reads the image (a 2x2 checkerboard) and finds no text (tests/test_ocr.py has the OCR off case)
+    # a 2 x 2 image holds no text: OCR is not asked (tests/test_ocr.py has the OCR cases)
     assert cov["failed"] == [
-        {"unit": "page 2", "reason": "no text layer (scanned image); OCR found no text in this image"}
+        {
+            "unit": "page 2",
+            "reason": "no text layer (scanned image); its images are too small to hold text (not read by OCR)",
+        }
     ]
     assert cov["lost"] == [LOST_OCR]
     assert cov["complete"] is False

@@ -17,6 +17,7 @@ from extract_fn.limits import LIMITS
 from extract_fn.ocr import config, engine, pdf_pages
 from shared.artifact import validate_artifact
 from shared.contract import LOST_OCR
+from tests import hostile_inputs as hi
 from tests import ocr_pages
 from tests.test_format_pdf import LOREM, body_lines, make_pdf
 
@@ -123,13 +124,27 @@ def test_ocr_off_gives_the_failed_unit_and_loses_ocr(monkeypatch: pytest.MonkeyP
 
 
 def test_a_scan_with_no_text_is_a_failed_unit_saying_so() -> None:
-    a = run(make_pdf([body_lines(72, 700, LOREM[:1]), SCAN]))
+    a = run(hi.image_pages_pdf(1))  # a blank 300 x 300 pixel scan
     cov = a["coverage"]
-    assert cov["extracted"] == 1
+    assert cov["extracted"] == 0
     assert cov["failed"] == [
-        {"unit": "page 2", "reason": "no text layer (scanned image); OCR found no text in this image"}
+        {"unit": "page 1", "reason": "no text layer (scanned image); OCR found no text in this image"}
     ]
     assert cov["lost"] == [LOST_OCR]  # not every image page was read
+
+
+def test_a_page_whose_images_are_too_small_for_text_is_not_ocred(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(engine, "read_image", lambda *a, **k: calls.append(1))
+    a = run(make_pdf([body_lines(72, 700, LOREM[:1]), SCAN]))  # make_pdf's 2 x 2 image over the page
+    assert calls == []
+    assert a["coverage"]["failed"] == [
+        {
+            "unit": "page 2",
+            "reason": "no text layer (scanned image); its images are too small to hold text (not read by OCR)",
+        }
+    ]
+    assert a["coverage"]["lost"] == [LOST_OCR]
 
 
 def test_ocr_is_lost_unless_every_image_page_was_read(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,18 +167,24 @@ def test_ocr_is_lost_unless_every_image_page_was_read(monkeypatch: pytest.Monkey
     assert {b["locator"]["page_start"] for b in a["blocks"]} == {1}
 
 
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pixel count of every image given to the engine."""
+    seen: list[int] = []
+    real = engine.read_image
+
+    def spy(image: Any, dpi: int = 300, seconds: float | None = None) -> engine.OcrPage:
+        seen.append(image.width * image.height)
+        return real(image, dpi=dpi, seconds=seconds)
+
+    monkeypatch.setattr(engine, "read_image", spy)
+    return seen
+
+
 def test_hostile_500_image_pages_stop_at_the_page_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     """Bounded by the cap, not by a clock: 2 pages are OCRed, the other 498 are failed units saying why."""
     _set(monkeypatch, "EXTRACTOR_OCR_MAX_PAGES", "2")
-    calls: list[int] = []
-    real = engine.read_image
-
-    def counted(image: Any, dpi: int = 300) -> engine.OcrPage:
-        calls.append(image.width * image.height)
-        return real(image, dpi=dpi)
-
-    monkeypatch.setattr(engine, "read_image", counted)
-    a = run(make_pdf([SCAN] * 500))
+    calls = _spy(monkeypatch)
+    a = run(hi.image_pages_pdf(500))
     cov = a["coverage"]
     assert len(calls) == 2
     assert cov["total"] == 500
@@ -175,14 +196,18 @@ def test_hostile_500_image_pages_stop_at_the_page_cap(monkeypatch: pytest.Monkey
 
 
 def test_hostile_time_budget_fails_the_remaining_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first page spends more than the budget (any OCR takes more than a microsecond): the rest are not read."""
+    """A budget no recognition fits in: Tesseract is given that time and stops; every page says so."""
     _set(monkeypatch, "EXTRACTOR_OCR_BUDGET_S", "0.000001")
-    a = run(make_pdf([SCAN] * 3))
-    failed = a["coverage"]["failed"]
-    assert failed[0]["reason"] == "no text layer (scanned image); OCR found no text in this image"
-    assert [f["reason"] for f in failed[1:]] == [
+    a = run(hi.image_pages_pdf(3))
+    assert [f["reason"] for f in a["coverage"]["failed"]] == [
         "no text layer (scanned image); not read by OCR: the file used its OCR time budget of 1e-06 s"
-    ] * 2
+    ] * 3
+
+
+def test_recognition_stops_at_the_time_it_is_given() -> None:
+    pg = small("clean", 300)
+    with pytest.raises(engine.OcrTimeout):
+        engine.read_image(pg.image, dpi=300, seconds=0.0)
 
 
 def test_hostile_20000_pixel_page_is_rendered_within_the_pixel_cap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,21 +215,11 @@ def test_hostile_20000_pixel_page_is_rendered_within_the_pixel_cap(monkeypatch: 
     side_pt = 20_000 * 72 / LIMITS.ocr_dpi
     scale = pdf_pages.render_scale(side_pt, side_pt, LIMITS)
     assert (side_pt * scale) ** 2 <= LIMITS.ocr_max_image_pixels * 1.001
-    seen: list[int] = []
-    real = engine.read_image
-
-    def spy(image: Any, dpi: int = 300) -> engine.OcrPage:
-        seen.append(image.width * image.height)
-        return real(image, dpi=dpi)
-
-    monkeypatch.setattr(engine, "read_image", spy)
-    big = make_pdf([f"q {side_pt:.0f} 0 0 {side_pt:.0f} 0 0 cm /Im1 Do Q\n"]).replace(
-        b"/MediaBox [0 0 612 792]", f"/MediaBox [0 0 {side_pt:.0f} {side_pt:.0f}]".encode()
-    )
-    a = run(big)
+    seen = _spy(monkeypatch)
+    a = run(hi.image_pages_pdf(1, side_pt=round(side_pt)))
     assert seen
     assert max(seen) <= LIMITS.ocr_max_image_pixels * 1.01
-    assert a["coverage"]["failed"][0]["reason"].startswith("no text layer (scanned image); ")
+    assert a["coverage"]["failed"][0]["reason"] == "no text layer (scanned image); OCR found no text in this image"
 
 
 def test_default_cap_and_budget_fit_the_extraction_timeout() -> None:
@@ -298,7 +313,7 @@ def test_a_picture_of_text_is_read_and_marked(fmt: str, monkeypatch: pytest.Monk
 
 def test_hostile_20000_by_20000_picture_is_refused_before_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(engine, "read_image", lambda image, dpi=300: calls.append(1))
+    monkeypatch.setattr(engine, "read_image", lambda *a, **k: calls.append(1))
     a = _extract("docx", _docx(_png_header_only(20_000, 20_000)))
     assert calls == []
     assert a["coverage"]["lost"] == [LOST_OCR]

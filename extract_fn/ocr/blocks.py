@@ -31,15 +31,18 @@ def ocr_attrs(confidence: float) -> dict[str, Any]:
     return {"ocr": {"engine": engine.ENGINE, "version": engine.version(), "confidence": round(confidence / 100, 3)}}
 
 
-def read(image: Image.Image, allowance: Allowance, *, dpi: int) -> OcrOutcome:
-    """OCR one image under the file's allowance; a paragraph per block."""
+def read(image: Image.Image, allowance: Allowance, *, dpi: int, started: float | None = None) -> OcrOutcome:
+    """OCR one image under the file's allowance (``started``: when the work on it began, render or decode included;
+    it is all charged to the budget); a paragraph per block."""
     refusal = allowance.refusal()
     if refusal is not None:
         return OcrOutcome([], refusal)
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     try:
-        page = engine.read_image(image, dpi=dpi)
-    finally:
+        page = engine.read_image(image, dpi=dpi, seconds=allowance.remaining_s())
+    except engine.OcrTimeout:
         allowance.charge(time.monotonic() - started)
+        return OcrOutcome([], allowance.refusal() or allowance.budget_reason())
+    allowance.charge(time.monotonic() - started)
     blocks = [OcrBlock(p.text, ocr_attrs(p.confidence)) for p in page.paragraphs]
     return OcrOutcome(blocks, None if blocks else NOTHING_FOUND)

@@ -13,6 +13,7 @@ import os
 import sys
 import sysconfig
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,10 @@ LANGUAGE = "eng"
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}  # "api": the worker's PyTessBaseAPI (made on first use), "version"
+
+
+class OcrTimeout(Exception):
+    """Recognition ran past the time it was given (the file's OCR budget)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,21 +96,23 @@ def _api(key: str) -> Any:
     return _state[key]
 
 
-def read_image(image: Image.Image, dpi: int = 300) -> OcrPage:
+def read_image(image: Image.Image, dpi: int = 300, seconds: float | None = None) -> OcrPage:
     """Paragraphs in Tesseract's reading order (block by block: a column before the next one).
 
     The page is read as it is first (one pass, ~half the cost of Tesseract's combined orientation pass); only when
     the words come out unsure is its orientation detected (at half size from 300 dpi up) and the page read again turned
-    upright, keeping the better of the two readings.
+    upright, keeping the better of the two readings. ``seconds``: the time recognition may take in all
+    (``OcrTimeout`` past it; Tesseract checks its clock while it recognises, so one page cannot run over much).
     """
+    deadline = None if seconds is None else time.monotonic() + seconds
     if image.mode not in ("L", "RGB", "1"):
         image = image.convert("RGB")
     with _lock:
-        page, confidence = _recognize(image, dpi)
-        if confidence < _UPRIGHT_CONFIDENCE:
+        page, confidence = _recognize(image, dpi, deadline)
+        if page.paragraphs and confidence < _UPRIGHT_CONFIDENCE:  # no words at all: a blank page, not a turned one
             degrees = _orientation(image, dpi)
             if degrees:
-                turned, turned_conf = _recognize(image.rotate(degrees, expand=True, fillcolor=255), dpi)
+                turned, turned_conf = _recognize(image.rotate(degrees, expand=True, fillcolor=255), dpi, deadline)
                 if turned_conf > confidence:
                     page = turned
     return page
@@ -127,13 +134,19 @@ def _orientation(image: Image.Image, dpi: int) -> int:
     return int(found.get("orient_deg", 0)) % 360
 
 
-def _recognize(image: Image.Image, dpi: int) -> tuple[OcrPage, float]:
+def _recognize(image: Image.Image, dpi: int, deadline: float | None) -> tuple[OcrPage, float]:
     import tesserocr
 
     api = _api(LANGUAGE)
     api.SetImage(image)
     api.SetSourceResolution(dpi)
-    api.Recognize()
+    timeout_ms = 0 if deadline is None else int((deadline - time.monotonic()) * 1000)
+    if deadline is not None and timeout_ms <= 0:
+        api.Clear()
+        raise OcrTimeout
+    if not api.Recognize(timeout=timeout_ms):
+        api.Clear()
+        raise OcrTimeout
     level = tesserocr.RIL.PARA
     out: list[OcrParagraph] = []
     it = api.GetIterator()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pypdfium2 as pdfium
@@ -12,6 +13,7 @@ from extract_fn.ocr import blocks
 from extract_fn.ocr.config import Allowance
 
 RENDER_FAILED = "not read by OCR: pdfium could not render the page"
+TOO_SMALL = "its images are too small to hold text (not read by OCR)"
 
 
 def render_scale(width_pt: float, height_pt: float, limits: Limits) -> float:
@@ -29,6 +31,9 @@ def read_page(page: Any, allowance: Allowance, limits: Limits) -> blocks.OcrOutc
     refusal = allowance.refusal()
     if refusal is not None:
         return blocks.OcrOutcome([], refusal)
+    if not _holds_a_picture(page, limits):
+        return blocks.OcrOutcome([], TOO_SMALL)
+    started = time.monotonic()
     width, height = page.get_size()
     scale = render_scale(width, height, limits)
     try:
@@ -36,7 +41,24 @@ def read_page(page: Any, allowance: Allowance, limits: Limits) -> blocks.OcrOutc
         image = bitmap.to_pil()
     except (pdfium.PdfiumError, ValueError, OSError, MemoryError):
         return blocks.OcrOutcome([], RENDER_FAILED)
-    return blocks.read(image, allowance, dpi=max(1, round(scale * 72)))
+    return blocks.read(image, allowance, dpi=max(1, round(scale * 72)), started=started)
+
+
+def _holds_a_picture(page: Any, limits: Limits) -> bool:
+    """Whether one of the page's images has the pixels to hold text (a 2 x 2 image stretched over a page has not)."""
+    import pypdfium2.raw as R
+
+    objects = page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=limits.pdf_max_form_depth)
+    for k, obj in enumerate(objects):
+        if k >= _OBJECTS_WALKED:
+            return True  # too many to look at: let OCR (under the cap and budget) decide
+        try:
+            width, height = obj.get_px_size()
+        except (pdfium.PdfiumError, ValueError):
+            return True
+        if width * height >= limits.ocr_min_picture_pixels:
+            return True
+    return False
 
 
 # -- image regions of pages that have a text layer ------------------------------------------------------------
@@ -94,12 +116,13 @@ def read_regions(page: Any, allowance: Allowance, limits: Limits, layer_text: st
     reason: str | None = None
     for left, bottom, right, top in regions:
         scale = render_scale(right - left, top - bottom, limits)
+        started = time.monotonic()
         try:
             bitmap = page.render(scale=scale, grayscale=True, crop=(left - x0, bottom - y0, x1 - right, y1 - top))
             image = bitmap.to_pil()
         except (pdfium.PdfiumError, ValueError, OSError, MemoryError):
             continue
-        outcome = blocks.read(image, allowance, dpi=max(1, round(scale * 72)))
+        outcome = blocks.read(image, allowance, dpi=max(1, round(scale * 72)), started=started)
         if outcome.reason and outcome.reason != blocks.NOTHING_FOUND:
             reason = outcome.reason
             break
