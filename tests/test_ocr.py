@@ -360,3 +360,24 @@ def test_a_picture_repeating_the_text_layer_adds_nothing() -> None:
     picture = ocr_pages.page("clean", dpi=200, seed=41, sentences=3, width_in=6.5, height_in=2.5, points=12)
     a = run(_text_page_with_picture(picture, picture.text.replace("\n", " ")))
     assert all("ocr" not in b.get("attrs", {}) for b in a["blocks"])
+
+
+def test_images_of_a_text_page_left_unread_are_a_warning_and_lose_ocr(monkeypatch: pytest.MonkeyPatch) -> None:
+    _set(monkeypatch, "EXTRACTOR_OCR_MAX_PAGES", "0")
+    picture = ocr_pages.page("clean", dpi=100, seed=51, sentences=2, width_in=6.5, height_in=2.5, points=12)
+    a = run(_text_page_with_picture(picture, "Stamp received"))
+    assert a["coverage"]["extracted"] == 1  # the page's text layer was read
+    assert a["coverage"]["lost"] == [LOST_OCR]
+    assert a["warnings"] == [
+        "the images of page 1 were not read by OCR: the file reached the OCR cap of 0 pages and pictures"
+    ]
+    assert all("ocr" not in b.get("attrs", {}) for b in a["blocks"])
+
+
+def test_ocr_settings_are_checked_at_start() -> None:
+    from extract_fn.settings import Settings, SettingsError
+
+    with pytest.raises(SettingsError) as err:
+        Settings.from_env({"EXTRACTOR_OCR": "maybe", "EXTRACTOR_OCR_MAX_PAGES": "-1"}, require_tokens=False)
+    assert err.value.settings == ("EXTRACTOR_OCR", "EXTRACTOR_OCR_MAX_PAGES")
+    assert Settings.from_env({"EXTRACTOR_OCR": "off"}, require_tokens=False).ocr is False
