@@ -16,6 +16,7 @@ import zipfile
 from collections.abc import Mapping
 from typing import Any
 
+from extract_fn.formats.zipsafe import read_member
 from extract_fn.limits import Limits
 from extract_fn.ocr import blocks
 from extract_fn.ocr.config import Allowance, enabled
@@ -74,7 +75,7 @@ class PictureReader:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", Image.DecompressionBombWarning)
-                image = Image.open(io.BytesIO(self.zf.read(member)))
+                image = Image.open(io.BytesIO(read_member(self.zf, member, "package")))
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
             return self._refuse(
                 member, f"the picture is over the OCR limit of {self.limits.ocr_max_image_pixels:,} pixels"
