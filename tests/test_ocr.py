@@ -381,3 +381,21 @@ def test_ocr_settings_are_checked_at_start() -> None:
         Settings.from_env({"EXTRACTOR_OCR": "maybe", "EXTRACTOR_OCR_MAX_PAGES": "-1"}, require_tokens=False)
     assert err.value.settings == ("EXTRACTOR_OCR", "EXTRACTOR_OCR_MAX_PAGES")
     assert Settings.from_env({"EXTRACTOR_OCR": "off"}, require_tokens=False).ocr is False
+
+
+def test_the_models_are_found_in_a_target_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """``pip install --target DIR`` (a Functions build) puts the wheels' data files in DIR/share/tessdata."""
+    import sys
+    import sysconfig
+
+    target = tmp_path / "site"
+    models = target / "share" / "tessdata"
+    models.mkdir(parents=True)
+    (models / "eng.traineddata").write_bytes(b"")
+    (models / "osd.traineddata").write_bytes(b"")
+    monkeypatch.setattr(sysconfig, "get_path", lambda name: str(tmp_path / "none"))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "none"))
+    monkeypatch.setattr(sys, "path", [str(target)])
+    assert engine.tessdata_dir() == models
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "elsewhere")])
+    assert engine.tessdata_dir() is None
