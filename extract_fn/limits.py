@@ -87,6 +87,17 @@ class Limits:
     pdf_max_form_depth: int = _limit(6, "form XObjects nested in form XObjects, walked for text and lines")
     pdf_max_table_cells: int = _limit(200_000, "cells of one ruled grid before it is not taken as a table")
 
+    # OCR (extract_fn.ocr; its page cap and time budget are settings: EXTRACTOR_OCR_MAX_PAGES, EXTRACTOR_OCR_BUDGET_S).
+    ocr_dpi: int = _limit(300, "resolution a page without a text layer is rendered at for OCR")
+    ocr_max_image_pixels: int = _limit(
+        16_000_000,
+        "pixels of a page render or a picture given to OCR (a 20,000 x 20,000 picture is refused before it is "
+        "decoded; a page larger than that is rendered at a lower resolution)",
+    )
+    ocr_min_picture_pixels: int = _limit(
+        40_000, "pixels a picture (or a PDF image region) must have to be read by OCR (an icon holds no text to read)"
+    )
+
     # pptx.
     pptx_max_group_depth: int = _limit(200, "shape groups nested in groups; deeper shapes are not read")
 

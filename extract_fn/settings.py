@@ -15,6 +15,9 @@
 | ``EXTRACTOR_HEADER_TIMEOUT_S`` | 10 | the request line and headers must arrive within this (``serve``) |
 | ``EXTRACTOR_BODY_TIMEOUT_S`` | 120 | the whole body must arrive within this (408 past it) |
 | ``EXTRACTOR_MAX_CONNECTIONS`` | 0 (half the fd limit, at most 4096) | open connections ``serve`` holds |
+| ``EXTRACTOR_OCR`` | on | ``off``: no OCR (pages without a text layer are failed units and ``ocr`` is lost) |
+| ``EXTRACTOR_OCR_MAX_PAGES`` | 40 | pages and pictures one file may have read by OCR; past it they are failed units |
+| ``EXTRACTOR_OCR_BUDGET_S`` | 30 | seconds of OCR one file may use (at most half the timeout); pages past it fail |
 
 Each variable is a ``Setting`` declaration (``shared.settings_spec``; its default written once, the table above
 checked against it by tests/test_settings_spec.py). Invalid values raise one ``SettingsError`` whose message names
@@ -51,6 +54,9 @@ ENV_SPOOL_BYTES: Final = "EXTRACTOR_SPOOL_BYTES"
 ENV_HEADER_TIMEOUT_S: Final = "EXTRACTOR_HEADER_TIMEOUT_S"
 ENV_BODY_TIMEOUT_S: Final = "EXTRACTOR_BODY_TIMEOUT_S"
 ENV_MAX_CONNECTIONS: Final = "EXTRACTOR_MAX_CONNECTIONS"
+ENV_OCR: Final = "EXTRACTOR_OCR"
+ENV_OCR_MAX_PAGES: Final = "EXTRACTOR_OCR_MAX_PAGES"
+ENV_OCR_BUDGET_S: Final = "EXTRACTOR_OCR_BUDGET_S"
 
 MIN_MEMORY_LIMIT_MB: Final = 128  # below this a worker cannot even start its interpreter and libraries
 MAX_WORKERS: Final = 256
@@ -85,6 +91,15 @@ def _seconds(raw: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"must be a positive number of seconds, got {raw!r}")
     return value
+
+
+def _on_off(raw: str) -> bool:
+    value = raw.lower()
+    if value in ("on", "true", "1"):
+        return True
+    if value in ("off", "false", "0"):
+        return False
+    raise ValueError(f"must be on or off, got {raw!r}")
 
 
 def _tokens(raw: str) -> tuple[str, ...]:
@@ -133,6 +148,12 @@ MAX_CONNECTIONS: Final = Setting(
     "open connections serve holds",
 )
 
+# OCR (extract_fn.ocr): the defaults fit TIMEOUT_S: ~1 s an upright page on one core, so 30 s reads ~25-30 pages and
+# leaves half the minute for the rest of the file (the budget used is at most half of TIMEOUT_S, whatever it says).
+OCR: Final = Setting(ENV_OCR, True, _on_off, "OCR of scanned pages and pictures", default_doc="on")
+OCR_MAX_PAGES: Final = Setting(ENV_OCR_MAX_PAGES, 40, _integer, "pages and pictures one file may have read by OCR")
+OCR_BUDGET_S: Final = Setting(ENV_OCR_BUDGET_S, 30.0, _seconds, "seconds of OCR one file may use")
+
 # The defaults by name, for the modules that use them (written once, in the declarations above).
 DEFAULT_TIMEOUT_S: Final = TIMEOUT_S.default
 DEFAULT_MEMORY_LIMIT_MB: Final = MEMORY_LIMIT_MB.default
@@ -158,6 +179,9 @@ class Settings:
     header_timeout_s: float = setting_field(HEADER_TIMEOUT_S)
     body_timeout_s: float = setting_field(BODY_TIMEOUT_S)
     max_connections: int = setting_field(MAX_CONNECTIONS)  # 0: max_connections_for(the process's fd limit)
+    ocr: bool = setting_field(OCR)
+    ocr_max_pages: int = setting_field(OCR_MAX_PAGES)
+    ocr_budget_s: float = setting_field(OCR_BUDGET_S)
 
     def __post_init__(self) -> None:
         # No tokens is a valid value for the CLI, which serves no HTTP; the HTTP app refuses it (require_tokens).
@@ -254,6 +278,10 @@ def _out_of_range(s: Settings | SimpleNamespace) -> list[Problem]:
             ENV_MAX_CONNECTIONS,
             f"{ENV_MAX_CONNECTIONS} must be 0 (automatic) or positive, got {s.max_connections}",
         )
+    if s.ocr_max_pages < 0:
+        bad(ENV_OCR_MAX_PAGES, f"{ENV_OCR_MAX_PAGES} must be 0 (no OCR) or a positive number, got {s.ocr_max_pages}")
+    if not (math.isfinite(s.ocr_budget_s) and s.ocr_budget_s >= 0):
+        bad(ENV_OCR_BUDGET_S, f"{ENV_OCR_BUDGET_S} must be a number of seconds (0 or more), got {s.ocr_budget_s}")
     return problems
 
 

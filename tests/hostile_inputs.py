@@ -337,6 +337,62 @@ def many_text_operators_pdf(count: int = 3_000_000) -> bytes:
     )
 
 
+def image_pages_pdf(pages: int = 500, side_pt: int = 72, image_px: int = 300) -> bytes:
+    """A scan-like PDF: ``pages`` pages without a text layer, each showing one (shared) blank ``image_px`` square
+    image over a square page of ``side_pt`` points. 500 pages ask OCR for far more than a file's OCR cap and budget;
+    a page of 4,800 points is 20,000 x 20,000 pixels at 300 dpi."""
+    pixels = zlib.compress(b"\xff" * (image_px * image_px), 9)
+    image = _pdf_stream(
+        pixels,
+        b"/Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 "
+        b"/Filter /FlateDecode" % (image_px, image_px),
+    )
+    content = b"q %d 0 0 %d 0 0 cm /Im1 Do Q" % (side_pt, side_pt)
+    first_page = 5
+    kids = b" ".join(b"%d 0 R" % (first_page + k) for k in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+        image,
+        _pdf_stream(content),
+    ]
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R"
+        b" /Resources << /XObject << /Im1 3 0 R >> >> >>"
+    )
+    objects += [page % (side_pt, side_pt)] * pages
+    return _pdf(objects)
+
+
+def huge_picture_png(width: int = 20_000, height: int = 20_000) -> bytes:
+    """A PNG whose header says ``width`` x ``height`` (1-bit grey) over a few bytes of data: 400 megapixels claimed
+    in 100 bytes."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+
+
+def docx_with_picture(png: bytes) -> bytes:
+    """A docx whose one paragraph holds a picture (``word/media/image1.png``)."""
+    drawing = (
+        '<w:p><w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/'
+        'wordprocessingDrawing"><wp:extent cx="5486400" cy="5486400"/><wp:docPr id="1" name="Picture 1"/>'
+        f'<a:graphic xmlns:a="{_A_NS}"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture">'
+        '<pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:blipFill>'
+        f'<a:blip xmlns:r="{_R_NS}" r:embed="rIdImg"/></pic:blipFill></pic:pic></a:graphicData></a:graphic>'
+        "</wp:inline></w:drawing></w:r></w:p>"
+    )
+    parts = docx_parts(docx_document_xml(docx_paragraph("a picture follows") + drawing))
+    parts["word/_rels/document.xml.rels"] = _rels(
+        ("rIdImg", "http://schemas.openxmlformats.org/officeDocument/2006/relationships/image", "media/image1.png")
+    )
+    parts["word/media/image1.png"] = png
+    return zip_parts(parts)
+
+
 def far_corners_xlsx() -> bytes:
     """A few KB: cells at A1 and XFD1048576, a bounding box of 17 billion cells (calamine aborts allocating 512 GiB)."""
     cells = (

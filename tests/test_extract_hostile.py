@@ -410,3 +410,44 @@ def test_an_artifact_that_would_pass_the_output_limit_is_cut_honestly(service: h
     assert blocks[-1]["locator"]["line_end"] == 2 * len(blocks) - 1
     assert artifact["coverage"]["failed"][0]["unit"].startswith(f"lines {2 * len(blocks) + 1}-")
     assert_healthy(service)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# OCR (extract_fn.ocr): bounded by the file's OCR page cap, its time budget (at most half the 10 s timeout here) and
+# the pixel cap, never by the service's timeout
+
+
+def test_a_pdf_of_500_image_pages_stops_at_the_ocr_cap_or_budget(service: hi.LiveService) -> None:
+    data = hi.image_pages_pdf(500)
+    response = service.extract("pdf", data, name="scans.pdf")
+    artifact = assert_artifact(service, response, "pdf", len(data))
+    coverage = artifact["coverage"]
+    assert coverage["total"] == 500
+    assert coverage["extracted"] == 0  # a blank image holds no text
+    assert coverage["lost"] == ["ocr"]
+    reasons = [f["reason"] for f in coverage["failed"]]
+    assert len(reasons) == 500
+    assert all(r.startswith("no text layer (scanned image); ") for r in reasons)
+    not_read = [r for r in reasons if "not read by OCR: the file" in r]
+    assert len(not_read) >= 500 - 40  # the OCR cap (40) or the budget stopped it, and says which
+    assert_healthy(service)
+
+
+def test_a_page_of_20000_by_20000_pixels_is_read_within_the_pixel_cap(service: hi.LiveService) -> None:
+    data = hi.image_pages_pdf(1, side_pt=4800)  # 66.7 inches: 20,000 x 20,000 pixels at 300 dpi
+    response = service.extract("pdf", data, name="poster.pdf")
+    artifact = assert_artifact(service, response, "pdf", len(data))
+    assert artifact["coverage"]["failed"] == [
+        {"unit": "page 1", "reason": "no text layer (scanned image); OCR found no text in this image"}
+    ]
+    assert_healthy(service)
+
+
+def test_a_20000_by_20000_picture_in_a_docx_is_refused_before_decoding(service: hi.LiveService) -> None:
+    data = hi.docx_with_picture(hi.huge_picture_png(20_000, 20_000))
+    response = service.extract("docx", data, name="poster.docx")
+    artifact = assert_artifact(service, response, "docx", len(data))
+    assert [b["text"] for b in artifact["blocks"]] == ["a picture follows"]
+    assert artifact["coverage"]["lost"] == ["ocr"]
+    assert any("word/media/image1.png was not read by OCR" in w for w in artifact["warnings"]), artifact["warnings"]
+    assert_healthy(service)

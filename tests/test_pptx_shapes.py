@@ -8,9 +8,11 @@ import re
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pptx import Presentation
 from pptx.chart.data import CategoryChartData
 from pptx.enum.chart import XL_CHART_TYPE
@@ -101,7 +103,21 @@ def test_chart_without_cached_values_is_a_failed_shape() -> None:
     assert a["coverage"]["complete"] is False
 
 
+@pytest.fixture
+def ocr_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """OCR off for one test (the setting is read once and cached: cleared before and after)."""
+    from extract_fn.ocr import config
+
+    monkeypatch.setenv("EXTRACTOR_OCR", "off")
+    config.ocr_settings.cache_clear()
+    yield
+    monkeypatch.undo()
+    config.ocr_settings.cache_clear()
+
+
+@pytest.mark.usefixtures("ocr_off")
 def test_picture_alt_text_and_automatic_numbers() -> None:
+    """With OCR off the picture's pixels are not read, and coverage says so (with OCR on: tests/test_ocr.py)."""
     data = _deck()
     data = replace_part(data, "ppt/slides/slide2.xml", _autonumber(slide_xml(data, 2)).encode())
     a = run(data)

@@ -2,12 +2,15 @@
 
 PDF: ``pdftotext -enc UTF-8 FILE -`` (poppler-utils; reading-order mode, no ``-layout``). DOCX and PPTX:
 ``soffice --headless --convert-to pdf --outdir DIR FILE`` (LibreOffice), then the same ``pdftotext`` on the PDF.
-Each reference is written as it comes (pages separated by form feeds) to
+A page that ``pdftotext`` finds no text on (a scan) is read instead by Tesseract's own command line from Debian:
+``pdftoppm -r 300 -f N -l N -png`` then ``tesseract PAGE.png - --psm 1`` (orientation and script detection on), a
+reading independent of the extractor's pipeline (its own renderer, build and page segmentation). Each reference is
+written as it comes (pages separated by form feeds) to
 ``tests/fidelity/refs/<format>/<corpus path, slashes as __>.txt``, and ``tests/fidelity/refs/README.md`` records
 the commands and the tools' versions, so the suite (``tests/test_fidelity.py``) needs neither tool. The words and the
 rules that compare them are in ``tests/fidelity/metric.py``.
 
-    apt-get install -y poppler-utils libreoffice-writer-nogui libreoffice-impress-nogui
+    apt-get install -y poppler-utils libreoffice-writer-nogui libreoffice-impress-nogui tesseract-ocr
     .venv/bin/python tools/fidelity_refs.py            # every file
     .venv/bin/python tools/fidelity_refs.py --format docx
 
@@ -38,8 +41,33 @@ def _version(cmd: list[str]) -> str:
     return (done.stdout + done.stderr).strip().splitlines()[0]
 
 
-def pdf_text(pdf: Path) -> str:
+def pdf_text(pdf: Path, scans: Path | None = None) -> str:
+    """``pdftotext``'s reading; with ``scans`` (a work folder), pages without a text layer are read by Tesseract."""
     done = subprocess.run([*NO_NETWORK, *PDFTOTEXT, str(pdf), "-"], capture_output=True, check=True, timeout=TIMEOUT_S)
+    text = done.stdout.decode("utf-8")
+    if scans is None:
+        return text
+    pages = text.split("\f")
+    for i, page in enumerate(pages[:-1] if pages and pages[-1] == "" else pages):
+        if not page.strip():
+            pages[i] = scanned_page_text(pdf, i + 1, scans)
+    return "\f".join(pages)
+
+
+def scanned_page_text(pdf: Path, number: int, work: Path) -> str:
+    """Tesseract's reading of one page rendered at 300 dpi by poppler."""
+    work.mkdir(parents=True, exist_ok=True)
+    prefix = work / "page"
+    for old in work.glob("page*.png"):
+        old.unlink()
+    render = [*NO_NETWORK, "pdftoppm", "-r", "300", "-f", str(number), "-l", str(number), "-png", str(pdf), str(prefix)]
+    subprocess.run(render, capture_output=True, check=True, timeout=TIMEOUT_S)
+    image = next(iter(sorted(work.glob("page*.png"))), None)
+    if image is None:
+        return ""
+    done = subprocess.run(
+        [*NO_NETWORK, "tesseract", str(image), "-", "--psm", "1"], capture_output=True, check=True, timeout=TIMEOUT_S
+    )
     return done.stdout.decode("utf-8")
 
 
@@ -68,6 +96,7 @@ def office_pdf(src: Path, out_dir: Path, profile: Path) -> Path | None:
 def write_readme(missing: list[str]) -> None:
     poppler = _version(["pdftotext", "-v"])
     office = _version(["soffice", "--version"])
+    tesseract = _version(["tesseract", "--version"])
     (REFS / "README.md").write_text(
         f"""# Fidelity references
 
@@ -75,11 +104,12 @@ Independent readings of every `../shared/corpus` file of format pdf, docx or ppt
 `ok`, made by `tools/fidelity_refs.py`; `tests/test_fidelity.py` and `benchmarks/fidelity.py` compare the
 extractor's words with them (the rules: `tests/fidelity/metric.py`).
 
-- pdf: `pdftotext -enc UTF-8 FILE -`
+- pdf: `pdftotext -enc UTF-8 FILE -`; a page it finds no text on (a scan) is read by `pdftoppm -r 300 -f N -l N -png
+  FILE PAGE` then `tesseract PAGE.png - --psm 1` (Tesseract's own command line, Debian's build)
 - docx, pptx: `soffice -env:UserInstallation=file:///tmp/... --headless --convert-to pdf --outdir DIR FILE`, then
   `pdftotext -enc UTF-8 DIR/FILE.pdf -`
 
-Both tools run under `unshare -rn` (a network namespace of their own: nothing a file points at can be fetched).
+The tools run under `unshare -rn` (a network namespace of their own: nothing a file points at can be fetched).
 Each file is `<format>/<corpus path with / as __>.txt`, the tool's output as it came (pages end with a form feed).
 
 {"".join(f"No reference for `{rel}`: LibreOffice cannot load it.{chr(10)}" for rel in missing)}
@@ -87,6 +117,7 @@ Made with:
 
 - {poppler} (poppler-utils, Debian)
 - {office} (libreoffice-writer-nogui, libreoffice-impress-nogui, Debian)
+- {tesseract} (tesseract-ocr, Debian; pages without a text layer only)
 """,
         encoding="utf-8",
     )
@@ -112,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                 out.unlink(missing_ok=True)
                 missing.append(rel)
                 continue
-            out.write_text(pdf_text(pdf), encoding="utf-8")
+            out.write_text(pdf_text(pdf, work / "scans" if fmt == "pdf" else None), encoding="utf-8")
             print(f"{rel}: {out.stat().st_size} bytes", file=sys.stderr)
     if args.format is None:
         write_readme(missing)

@@ -37,7 +37,9 @@ Coverage counts every ``w:p`` in the parts read; all are extracted unless the ou
 the rest are one failed range. What is seen but not read is said: a chart without cached values, a chart or diagram
 whose part is missing, an embedded (OLE) object, an imported document (``w:altChunk``) is a failed unit (``chart N``,
 ``diagram N``, ``embedded object N``, ``imported document N``);
-pictures make ``coverage.lost`` ``image_text`` (their pixels are not read), with a warning counting them.
+a picture is read by OCR (``extract_fn.ocr.pictures``: its text as blocks with ``attrs.ocr`` after the picture's
+block); pictures whose pixels are not read (OCR off or refused, or no raster) make ``coverage.lost`` ``image_text``,
+with a warning counting them, and a refused one also loses ``ocr``.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from extract_fn.formats.ooxml_math import linear_text
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
+from extract_fn.limits import Limits
 from shared.artifact_builder import make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -335,12 +338,18 @@ def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
         return False
     if name == "pic":  # pic:pic (a picture, in a drawing or a group)
         nv = find_local(el, "cNvPr")
+        blip = find_local(el, "blip")
         inline.drawings.append(
-            Drawing("picture", alt=alt_text(nv) or alt, name=(nv.get("name") if nv is not None else "") or "")
+            Drawing(
+                "picture",
+                r_attr(blip, "embed") if blip is not None else None,
+                alt=alt_text(nv) or alt,
+                name=(nv.get("name") if nv is not None else "") or "",
+            )
         )
         return True
     if name == "imagedata":  # a VML picture (w:pict)
-        inline.drawings.append(Drawing("picture", alt=alt))
+        inline.drawings.append(Drawing("picture", r_attr(el, "id"), alt=alt))
         return True
     if name == "object":  # an embedded (OLE) object: its own content is not read
         inline.drawings.append(Drawing("object", alt=alt))
@@ -465,7 +474,11 @@ def _table_attrs(rows: list[list[str | None]]) -> dict[str, Any]:
 class _Doc:
     """One extraction: the package, the styles and lists, the builder, and what was seen but not read."""
 
-    def __init__(self, zf: zipfile.ZipFile, builder: SizedBuilder, styles: _Styles, numbering: Numbering) -> None:
+    def __init__(
+        self, zf: zipfile.ZipFile, builder: SizedBuilder, styles: _Styles, numbering: Numbering, limits: Limits
+    ) -> None:
+        from extract_fn.ocr.pictures import PictureReader
+
         self.zf = zf
         self.builder = builder
         self.styles = styles
@@ -473,7 +486,8 @@ class _Doc:
         self.counters = ListCounters(numbering)
         self.charts = ChartCache()
         self.paragraphs = 0
-        self.pictures = 0
+        self.pictures = 0  # pictures placed whose pixels were not read (OCR off, refused, not a raster)
+        self.ocr = PictureReader(zf, limits)  # OCR of the pictures (extract_fn.ocr.pictures)
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
         self.note_formats = dict(NOTE_FORMATS)
         self.marks: dict[tuple[str, str], str] = {}  # (footnote|endnote, id) -> its mark, in citation order
@@ -653,7 +667,6 @@ class _Doc:
 
     def count_drawing(self, d: Drawing) -> int:
         if d.kind == "picture":
-            self.pictures += 1
             return 0
         self.drawings[d.kind] = self.drawings.get(d.kind, 0) + 1
         return self.drawings[d.kind]
@@ -663,6 +676,11 @@ class _Doc:
         if d.kind == "picture":
             image = {"alt": d.alt, **({"name": d.name} if d.name else {})}
             self.add("paragraph", "", {**(base or {}), "image": image})
+            ocr_blocks, read = self.ocr.picture(self.rels.get(d.rid or ""))
+            for ocr_block in ocr_blocks:
+                self.add("paragraph", ocr_block.text, {**(base or {}), **ocr_block.attrs})
+            if not read:
+                self.pictures += 1
             return
         unit = f"{d.kind} {n}"
         if d.kind == "object":
@@ -729,7 +747,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     styles = _Styles(_optional_part(zf, next(iter(by_type.get("styles", ())), None)))
     numbering = Numbering(_optional_part(zf, next(iter(by_type.get("numbering", ())), None)), _attr, styles.style_num)
     builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
-    doc = _Doc(zf, builder, styles, numbering)
+    doc = _Doc(zf, builder, styles, numbering, request.limits)
     doc.budget = int(request.max_output_bytes * request.limits.output_share_paged)
     doc.rels = {rid: target for rid, _t, target in rels}
     doc.note_formats = _note_formats(root)
@@ -840,5 +858,6 @@ def _finish(doc: _Doc, root: Any, cut: bool) -> dict[str, Any]:
         builder.warn("the artifact reached its output size limit; the rest of the document was not extracted")
         builder.fail(f"paragraphs {extracted + 1}-{total}", CUT_REASON)
     report_pictures(builder, doc.pictures)
+    doc.ocr.finish(builder)
     builder.coverage(total=total, extracted=extracted)
     return builder.build()

@@ -50,8 +50,10 @@ and, as the tabular formats do, one ``paragraph`` block per data row (the header
 in the reading order.
 
 Coverage: a page is extracted when its text was read (a blank page counts as extracted). A page without a text
-layer that holds an image is failed ("no text layer (scanned image); OCR not available") and ``coverage.lost``
-gets ``ocr``; a page pdfium cannot load is failed as damaged; pages past the output budget are failed as cut.
+layer that holds an image is read by OCR (``extract_fn.ocr``: its paragraphs carry ``attrs.ocr``) and is then
+extracted; one OCR could not read (off, past the file's OCR cap or budget, nothing found) is failed with that reason
+and ``coverage.lost`` gets ``ocr``; a page pdfium cannot load is failed as damaged; pages past the output budget are
+failed as cut.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice, pairwise
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as R
@@ -78,6 +80,9 @@ from extract_fn.formats.pdf_streams import check_streams
 from extract_fn.limits import LIMITS
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_OCR, LOST_TABLES, ErrorCode, ExtractionError
+
+if TYPE_CHECKING:
+    from extract_fn.ocr.blocks import OcrOutcome
 
 PARSER = "loom-pdf"
 PARSER_VERSION = f"1+pypdfium2-{pdfium.PYPDFIUM_INFO}"
@@ -188,6 +193,7 @@ class PageResult:
     status: str = "ok"  # ok | plain (read without layout) | scanned | damaged | cut
     tables_abandoned: list[str] = field(default_factory=list)  # why ruled-table detection gave up on the page
     unmapped: int = 0  # characters left out: their font maps them to no text
+    ocr: OcrOutcome | None = None  # a scanned page's OCR (None: OCR is off)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -226,11 +232,12 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         budget = int(request.max_output_bytes * limits.output_share_paged)
         pages: list[PageResult] = []
         used = 2048
+        ocr = _OcrReader(limits)
         for index in range(n_pages):
             if used > budget:
                 pages.append(PageResult(index + 1, status="cut"))
                 continue
-            result = _read_page(pdf, index)
+            result = _read_page(pdf, index, ocr)
             used += _estimate(result)
             pages.append(result)
         _emit(builder, pages, outline, budget)
@@ -240,6 +247,36 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
 
 
 extract = format_module(_body)
+
+
+class _OcrReader:
+    """OCR of a file's scanned pages, made ready on the first one (the engine loads only in a worker that needs it)."""
+
+    def __init__(self, limits: Any) -> None:
+        self.limits = limits
+        self.allowance: Any = None
+
+        self.on: bool | None = None
+
+    def _ready(self) -> bool:
+        from extract_fn.ocr import config
+
+        if self.on is None:
+            self.on = config.enabled()
+            self.allowance = config.Allowance.for_file()
+        return self.on
+
+    def scanned(self, page: pdfium.PdfPage) -> OcrOutcome | None:
+        """A page without a text layer, read whole (None: OCR is off)."""
+        from extract_fn.ocr import pdf_pages
+
+        return pdf_pages.read_page(page, self.allowance, self.limits) if self._ready() else None
+
+    def regions(self, page: pdfium.PdfPage, text: str) -> OcrOutcome | None:
+        """The large images of a page with a text layer: the paragraphs of text the layer lacks."""
+        from extract_fn.ocr import pdf_pages
+
+        return pdf_pages.read_regions(page, self.allowance, self.limits, text) if self._ready() else None
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -300,7 +337,7 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 # One page
 
 
-def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
+def _read_page(pdf: pdfium.PdfDocument, index: int, ocr: _OcrReader | None = None) -> PageResult:
     result = PageResult(index + 1)
     try:
         page = pdf[index]
@@ -321,6 +358,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
         if not text.strip():
             if _has_image(page.raw):
                 result.status = "scanned"
+                result.ocr = ocr.scanned(page) if ocr is not None else None
             return result
         rotation = page.get_rotation() % 360
         try:
@@ -334,6 +372,8 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
                 Para([Row(t, 0.0, 0.0, 0.0, 0.0, 0.0, False, 0)]) for t in map(_clean, text.splitlines()) if t
             ]
             result.status = "plain"
+        if ocr is not None:
+            result.ocr = ocr.regions(page, text)
         return result
     finally:
         if textpage is not None:
@@ -1594,6 +1634,8 @@ def _estimate(result: PageResult) -> int:
             total += sum(len(r.text) for r in item.rows) + 200
         else:
             total += sum(sum(len(c or "") + 8 for c in row) + 200 for row in item.cells)
+    if result.ocr is not None:
+        total += sum(len(b.text) + 300 for b in result.ocr.blocks)
     return total
 
 
@@ -1727,8 +1769,10 @@ def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple
             builder.fail(f"page {p}", CUT_REASON)
             continue
         if page.status == "scanned":
-            builder.fail(f"page {p}", SCANNED_REASON)
-            scanned = True
+            if _emit_ocr(builder, page, stack):
+                extracted += 1
+            else:
+                scanned = True
             continue
         if page.status == "damaged":
             builder.fail(f"page {p}", DAMAGED_REASON)
@@ -1778,11 +1822,52 @@ def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple
                 locator=loc,
                 attrs=attrs,
             )
+        if page.ocr is not None:
+            _emit_ocr_regions(builder, page, stack)
     if cut:
         builder.warn("the artifact reached its output size limit; the remaining pages were not extracted")
     if scanned:
         builder.lose(LOST_OCR)
     builder.coverage(total=len(pages), extracted=extracted)
+
+
+def _emit_ocr(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int, str, str]]) -> bool:
+    """A scanned page's OCR paragraphs (True), or its failed unit (False: the page is not read, ``ocr`` is lost)."""
+    p = page.number
+    if page.ocr is None:
+        builder.fail(f"page {p}", SCANNED_REASON)
+        return False
+    if not page.ocr.blocks:
+        builder.fail(f"page {p}", f"no text layer (scanned image); {page.ocr.reason}")
+        return False
+    for block in page.ocr.blocks:
+        builder.add_block(
+            "paragraph",
+            block.text,
+            parent=stack[-1][1] if stack else None,
+            section_path=[t for _, _, t in stack],
+            locator=make_locator(page_start=p, page_end=p),
+            attrs=block.attrs,
+        )
+    return True
+
+
+def _emit_ocr_regions(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int, str, str]]) -> None:
+    """After a text page's own blocks: the text OCR read in its images; a warning (and ``ocr`` lost) when the file's
+    OCR cap or budget left its images unread."""
+    assert page.ocr is not None
+    for block in page.ocr.blocks:
+        builder.add_block(
+            "paragraph",
+            block.text,
+            parent=stack[-1][1] if stack else None,
+            section_path=[t for _, _, t in stack],
+            locator=make_locator(page_start=page.number, page_end=page.number),
+            attrs=block.attrs,
+        )
+    if page.ocr.reason:
+        builder.warn(f"the images of page {page.number} were {page.ocr.reason}")
+        builder.lose(LOST_OCR)
 
 
 def _column_type(values: list[str | None]) -> str:

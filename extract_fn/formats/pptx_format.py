@@ -47,7 +47,7 @@ from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part,
 from extract_fn.formats.pptx_numbering import AutoNumbers
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
-from extract_fn.limits import LIMITS
+from extract_fn.limits import LIMITS, Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -184,10 +184,13 @@ def _picture_attrs(pic: Any) -> dict[str, Any]:
 
 
 class _Deck:
-    def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder) -> None:
+    def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder, limits: Limits) -> None:
+        from extract_fn.ocr.pictures import PictureReader
+
         self.zf = zf
         self.builder = builder
-        self.pictures = 0  # pictures seen: their pixels (any text drawn in them) are not read
+        self.pictures = 0  # pictures placed whose pixels were not read (OCR off or refused, ink, not a raster)
+        self.ocr = PictureReader(zf, limits)  # OCR of picture shapes (extract_fn.ocr.pictures)
         self.charts = ChartCache()
 
     def slide(self, number: int, part: str, hidden_hint: bool) -> None:
@@ -213,14 +216,16 @@ class _Deck:
                 except ExtractionError as exc:
                     failures.append((n, exc.message))
                     continue
-                if kind == "picture":
-                    self.pictures += 1
-                elif not text and kind != "chart":  # a chart that prints no label still has its values
+                if (
+                    kind != "picture" and not text and kind != "chart"
+                ):  # a chart that prints no label still has its values
                     continue
                 if kind == "title" and title is None:
                     title = text
                     continue
                 items.append((n, kind, text, attrs))
+                if kind == "picture":
+                    items.extend((n, "ocr", t, a) for t, a in self.picture_ocr(shape, rels))
         heading_id = None
         path: list[str] = []
         if title is not None:
@@ -300,6 +305,15 @@ class _Deck:
             raise ExtractionError(ErrorCode.CORRUPT, f"the {what} part is missing")
         return target[1]
 
+    def picture_ocr(self, shape: Any, rels: dict[str, tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
+        """The OCR blocks (text, attrs) of a picture shape; a picture whose pixels are not read is counted."""
+        blip = find_local(shape, "blip") if local(shape.tag) == "pic" else None
+        target = rels.get((r_attr(blip, "embed") if blip is not None else None) or "")
+        ocr_blocks, read = self.ocr.picture(target[1] if target else None)
+        if not read:
+            self.pictures += 1
+        return [(b.text, b.attrs) for b in ocr_blocks]
+
     def notes(self, rels: dict[str, tuple[str, str]]) -> str:
         for rtype, target in rels.values():
             if rtype != "notesSlide" or not has_member(self.zf, target):
@@ -373,7 +387,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
     builder.attrs["slides"] = len(order)
     budget = int(request.max_output_bytes * request.limits.output_share_paged)
-    deck = _Deck(zf, builder)
+    deck = _Deck(zf, builder, request.limits)
     extracted = 0
     cut = False
     for number, part in enumerate(order, start=1):
@@ -395,5 +409,6 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     if cut:
         builder.warn("the artifact reached its output size limit; the remaining slides were not extracted")
     report_pictures(builder, deck.pictures)
+    deck.ocr.finish(builder)
     builder.coverage(total=len(order), extracted=extracted)
     return builder.build()

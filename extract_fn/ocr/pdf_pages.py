@@ -1,0 +1,135 @@
+"""OCR for PDF pages: a page without a text layer is rendered through pdfium and read whole."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import pypdfium2 as pdfium
+
+from extract_fn.limits import Limits
+from extract_fn.ocr import blocks
+from extract_fn.ocr.config import Allowance
+
+RENDER_FAILED = "not read by OCR: pdfium could not render the page"
+TOO_SMALL = "its images are too small to hold text (not read by OCR)"
+
+
+def render_scale(width_pt: float, height_pt: float, limits: Limits) -> float:
+    """pdfium's scale (pixels per point) for OCR: ``ocr_dpi``, lowered so the render stays within
+    ``ocr_max_image_pixels`` (a page of 200 x 200 inches is read at what fits, not allocated whole)."""
+    scale = limits.ocr_dpi / 72
+    area = max(width_pt, 1.0) * max(height_pt, 1.0)
+    if area * scale * scale > limits.ocr_max_image_pixels:
+        scale = math.sqrt(limits.ocr_max_image_pixels / area)
+    return scale
+
+
+def read_page(page: Any, allowance: Allowance, limits: Limits) -> blocks.OcrOutcome:
+    """OCR a pypdfium2 page (as displayed: its /Rotate applied) into paragraph blocks."""
+    refusal = allowance.refusal()
+    if refusal is not None:
+        return blocks.OcrOutcome([], refusal)
+    if not _holds_a_picture(page, limits):
+        return blocks.OcrOutcome([], TOO_SMALL)
+    started = time.monotonic()
+    width, height = page.get_size()
+    scale = render_scale(width, height, limits)
+    try:
+        bitmap = page.render(scale=scale, grayscale=True)
+        image = bitmap.to_pil()
+    except (pdfium.PdfiumError, ValueError, OSError, MemoryError):
+        return blocks.OcrOutcome([], RENDER_FAILED)
+    return blocks.read(image, allowance, dpi=max(1, round(scale * 72)), started=started)
+
+
+def _holds_a_picture(page: Any, limits: Limits) -> bool:
+    """Whether one of the page's images has the pixels to hold text (a 2 x 2 image stretched over a page has not)."""
+    import pypdfium2.raw as R
+
+    objects = page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=limits.pdf_max_form_depth)
+    for k, obj in enumerate(objects):
+        if k >= _OBJECTS_WALKED:
+            return True  # too many to look at: let OCR (under the cap and budget) decide
+        try:
+            width, height = obj.get_px_size()
+        except (pdfium.PdfiumError, ValueError):
+            return True
+        if width * height >= limits.ocr_min_picture_pixels:
+            return True
+    return False
+
+
+# -- image regions of pages that have a text layer ------------------------------------------------------------
+
+MAX_REGIONS_PER_PAGE = 8
+_MIN_REGION_SHARE = 0.05  # of the page's area: smaller pictures are icons, logos, rules
+_MIN_CONFIDENCE = 70.0  # Tesseract's 0-100: below it a photo's texture reads as words
+_MIN_NEW_SHARE = 0.5  # of a paragraph's words the text layer must lack for it to count as new text
+_OBJECTS_WALKED = 20_000
+
+
+def image_regions(page: Any, limits: Limits) -> list[tuple[float, float, float, float]]:
+    """(left, bottom, right, top) in page space of the image objects large enough to hold text to read."""
+    import pypdfium2.raw as R
+
+    x0, y0, x1, y1 = page.get_bbox()
+    page_area = max(1.0, (x1 - x0) * (y1 - y0))
+    scale = limits.ocr_dpi / 72
+    out: list[tuple[float, float, float, float]] = []
+    objects = page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=limits.pdf_max_form_depth)
+    for k, obj in enumerate(objects):
+        if k >= _OBJECTS_WALKED or len(out) >= MAX_REGIONS_PER_PAGE:
+            break
+        try:
+            left, bottom, right, top = obj.get_bounds()
+        except (pdfium.PdfiumError, ValueError):
+            continue
+        left, bottom, right, top = max(left, x0), max(bottom, y0), min(right, x1), min(top, y1)
+        area = (right - left) * (top - bottom)
+        if right <= left or top <= bottom or area < _MIN_REGION_SHARE * page_area:
+            continue
+        if area * scale * scale < limits.ocr_min_picture_pixels:
+            continue
+        out.append((left, bottom, right, top))
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in (t.strip(".,;:!?()[]\"'").casefold() for t in text.split()) if w]
+
+
+def read_regions(page: Any, allowance: Allowance, limits: Limits, layer_text: str) -> blocks.OcrOutcome | None:
+    """OCR of a text page's large images; only paragraphs with words the text layer lacks are kept.
+
+    None when the page has no such image (or is displayed rotated: the regions are read on upright pages only).
+    """
+    if page.get_rotation() % 360:
+        return None
+    regions = image_regions(page, limits)
+    if not regions:
+        return None
+    known = set(_words(layer_text))
+    x0, y0, x1, y1 = page.get_bbox()
+    kept: list[blocks.OcrBlock] = []
+    reason: str | None = None
+    for left, bottom, right, top in regions:
+        scale = render_scale(right - left, top - bottom, limits)
+        started = time.monotonic()
+        try:
+            bitmap = page.render(scale=scale, grayscale=True, crop=(left - x0, bottom - y0, x1 - right, y1 - top))
+            image = bitmap.to_pil()
+        except (pdfium.PdfiumError, ValueError, OSError, MemoryError):
+            continue
+        outcome = blocks.read(image, allowance, dpi=max(1, round(scale * 72)), started=started)
+        if outcome.reason and outcome.reason != blocks.NOTHING_FOUND:
+            reason = outcome.reason
+            break
+        for block in outcome.blocks:
+            words = _words(block.text)
+            new = [w for w in words if w not in known]
+            confident = block.attrs["ocr"]["confidence"] * 100 >= _MIN_CONFIDENCE
+            if words and confident and len(new) >= _MIN_NEW_SHARE * len(words):
+                kept.append(block)
+    return blocks.OcrOutcome(kept, reason)
