@@ -400,10 +400,10 @@ class WorkerPool:
         self.max_output_bytes = max_output_bytes
         self.max_tasks = max_tasks
         self.max_queued = 4 * size if max_queued is None else max_queued
-        # One caller may hold half of what the pool admits, so another always finds room; its requests may run on
-        # every worker (round-robin still hands the next free one to a waiting caller first).
-        # Work-conserving: one caller may fill the pool but for ``size`` places kept for the others (a worker's worth
-        # each), so a lone caller is never refused while the pool has room, and a newcomer always finds a place.
+        # A caller's requests may run on every worker (the fair share still hands the next free one to the waiting
+        # caller that used the least worker time). Work-conserving: one caller may fill the pool but for ``size``
+        # places kept for the others (a worker's worth each), so a lone caller is never refused while the pool has
+        # room, and a newcomer always finds a place.
         self.caller_max_requests = caller_max_requests or max(1, self.max_queued)
         self.caller_workers = caller_workers or size
         self.spool_reply_bytes = spool_reply_bytes
