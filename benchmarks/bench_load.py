@@ -16,7 +16,8 @@ the hostile inputs below, generated here (nothing is downloaded), until the norm
 on its loops. Normal clients share one token; each hostile client has its own (``--hostile-token shared`` gives them
 the normal clients' token instead, the worst case for fairness by token). Reported per run: normal requests per
 second, p50 and p99 latency, the normal answers by status, the hostile answers by status or code and their median
-answer time per input, and the server's peak RSS; then the median and the spread over the runs. The issue's
+answer time per input, the CPU-seconds of the workers, the service process and the benchmark's own clients while the
+normal clients ran, and the server's peak RSS; then the median and the spread over the runs. The issue's
 targets: with hostile clients, normal throughput at least 80% of the hostile-free figure and p99 under 2 s.
 Loopback only; every loop is bounded.
 
@@ -259,6 +260,25 @@ class Service:
                 return int(line.split()[1]) / 1024
         return 0.0
 
+    def cpu_s(self) -> tuple[float, float]:
+        """CPU-seconds used so far by the service process and by its workers (the live ones and those reaped)."""
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def stat(pid: int | str) -> list[str]:
+            raw = Path(f"/proc/{pid}/stat").read_text()
+            return raw[raw.rindex(")") + 2 :].split()  # the fields after the command name (state is index 0)
+
+        own = stat(self.proc.pid)
+        service = (int(own[11]) + int(own[12])) / tick
+        workers = (int(own[13]) + int(own[14])) / tick
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    fields = stat(entry.name)
+                    if int(fields[1]) == self.proc.pid:
+                        workers += (int(fields[11]) + int(fields[12])) / tick
+        return service, workers
+
     def close(self) -> None:
         self.proc.terminate()
         try:
@@ -391,6 +411,7 @@ def run(service: Service, clients: int, requests: int, hostile: list[tuple[str, 
             )
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    cpu_before, clients_before = service.cpu_s(), time.process_time()
     for t in hostile_threads:
         t.start()
     started = time.perf_counter()
@@ -399,6 +420,7 @@ def run(service: Service, clients: int, requests: int, hostile: list[tuple[str, 
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - started
+    cpu_after, clients_after = service.cpu_s(), time.process_time()
     stop.set()
     for t in hostile_threads:
         t.join(timeout=400)
@@ -414,6 +436,8 @@ def run(service: Service, clients: int, requests: int, hostile: list[tuple[str, 
         "hostile_latency": {k: statistics.median(v) for k, v in bad["latency"].items()},
         "rss_peak_mb": max(rss),
         "elapsed": elapsed,
+        # CPU-seconds while the normal clients ran: the service's process, its workers, this process's clients
+        "cpu": (cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1], clients_after - clients_before),
     }
 
 
@@ -454,6 +478,12 @@ def _print_run(clients: int, results: dict[str, Any]) -> None:
             f"p50 {r['p50'] * 1000:7.1f} ms  p99 {r['p99'] * 1000:8.1f} ms  {r['elapsed']:5.1f} s  "
             f"rss peak {r['rss_peak_mb']:5.0f} MB  {r['status']}  503s retried: {r['retried']}",
             flush=True,
+        )
+        service_s, workers_s, clients_s = r["cpu"]
+        cores = os.cpu_count() or 1
+        print(
+            f"    CPU-seconds: workers {workers_s:.2f}, service {service_s:.2f}, benchmark clients {clients_s:.2f} "
+            f"(the machine had {cores * r['elapsed']:.1f} on {cores} cores)"
         )
     for phase in ("first pass", "sustained"):
         costs = ", ".join(f"{k} {v:.2f}" for k, v in sorted(results[phase]["hostile_latency"].items()))
