@@ -414,7 +414,7 @@ class WorkerPool:
         self._workers = [_Worker(i) for i in range(size)]
         self._free: list[_Worker] = list(reversed(self._workers))
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)  # notified when a request is admitted, started or ends
+        self._changed = threading.Condition(self._lock)  # notified when a request is admitted, queued, started or ends
         self._pending = 0
         self._admitted: Counter[Hashable] = Counter()  # per caller: admitted and not yet answered
         # The time a request waits, its deadline and its worker time, for fairness (the extraction's own deadline
@@ -497,8 +497,8 @@ class WorkerPool:
             return self._queue.charge(caller)
 
     def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Wait until ``predicate()`` (about ``pending``, ``admitted``, ``running``) holds, at most ``timeout_s``;
-        whether it does. For tests and benchmarks that must wait for a state rather than for a time."""
+        """Wait until ``predicate()`` (about ``pending``, ``admitted``, ``waiting``, ``running``) holds, at most
+        ``timeout_s``; whether it does. For tests and benchmarks that must wait for a state rather than for a time."""
         with self._changed:
             return self._changed.wait_for(predicate, timeout_s)
 
@@ -652,6 +652,7 @@ class WorkerPool:
             closed = self._closed or admission.released
             if not closed:
                 self._queue.push(admission.caller, job)
+                self._changed.notify_all()
         if closed:
             _fail(job, PoolUnavailable("the worker pool is closed"))
         else:
