@@ -173,7 +173,7 @@ class Settings:
     max_output_bytes: int = setting_field(MAX_OUTPUT_BYTES)
     workers: int = setting_field(WORKERS)
     caller_max_requests: int = setting_field(CALLER_MAX_REQUESTS)  # 0: all but `workers` places, kept for others
-    caller_workers: int = setting_field(CALLER_WORKERS)  # 0: every worker (round-robin between callers still applies)
+    caller_workers: int = setting_field(CALLER_WORKERS)  # 0: every worker (the fair share by worker time still applies)
     buffer_bytes: int = setting_field(BUFFER_BYTES)
     spool_bytes: int = setting_field(SPOOL_BYTES)
     header_timeout_s: float = setting_field(HEADER_TIMEOUT_S)

@@ -23,9 +23,11 @@ extractions run in parallel and the event loop never blocks; ``run_sync`` is the
 
 Admission and fairness (the pool side): ``admit(caller)`` takes a place before the request's body is read and
 refuses (``PoolUnavailable``, a 503) when the pool holds ``size + max_queued`` requests or the caller already holds
-``caller_max_requests`` of them. Waiting requests are queued per caller and a free worker goes to the next caller in
-turn (round-robin), never to more than ``caller_workers`` of one caller's requests at once. A request's time limit
-starts when it is handed to ``run``: time spent waiting for a worker counts, a request that gets no worker before
+``caller_max_requests`` of them. Waiting requests are queued per caller and a free worker goes to the waiting caller
+that has used the least worker time (``extract_fn.fair_share``: shares are counted in worker-seconds, not in turns,
+and a lone caller still gets every worker), never to more than ``caller_workers`` of one caller's requests at once.
+The pool's clock is injected (``clock``) for tests; the extraction's own deadline is the real one. A request's time
+limit starts when it is handed to ``run``: time spent waiting for a worker counts, a request that gets no worker before
 its limit is ``PoolUnavailable`` (not a late answer), and the extraction gets what remains. An artifact over
 ``spool_reply_bytes`` is read from the worker's pipe into an anonymous temporary file (``SpooledReply``) instead of
 the service's memory.
@@ -47,13 +49,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Final
 
 from extract_fn.crash_memory import CrashMemory
+from extract_fn.fair_share import FairShare
 
 if TYPE_CHECKING:
     from extract_fn.formats.base import ExtractRequest
@@ -358,6 +361,7 @@ class _Job:
     queued_at: float
     future: Future[bytes | SpooledReply] = dataclasses.field(default_factory=Future)
     started: bool = False
+    started_at: float = 0.0  # the pool's clock when it got a worker
 
     @property
     def deadline(self) -> float:
@@ -386,6 +390,7 @@ class WorkerPool:
         spool_reply_bytes: int | None = None,
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         python: str = sys.executable,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one worker")
@@ -395,10 +400,10 @@ class WorkerPool:
         self.max_output_bytes = max_output_bytes
         self.max_tasks = max_tasks
         self.max_queued = 4 * size if max_queued is None else max_queued
-        # One caller may hold half of what the pool admits, so another always finds room; its requests may run on
-        # every worker (round-robin still hands the next free one to a waiting caller first).
-        # Work-conserving: one caller may fill the pool but for ``size`` places kept for the others (a worker's worth
-        # each), so a lone caller is never refused while the pool has room, and a newcomer always finds a place.
+        # A caller's requests may run on every worker (the fair share still hands the next free one to the waiting
+        # caller that used the least worker time). Work-conserving: one caller may fill the pool but for ``size``
+        # places kept for the others (a worker's worth each), so a lone caller is never refused while the pool has
+        # room, and a newcomer always finds a place.
         self.caller_max_requests = caller_max_requests or max(1, self.max_queued)
         self.caller_workers = caller_workers or size
         self.spool_reply_bytes = spool_reply_bytes
@@ -409,12 +414,13 @@ class WorkerPool:
         self._workers = [_Worker(i) for i in range(size)]
         self._free: list[_Worker] = list(reversed(self._workers))
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)  # notified when a request is admitted, started or ends
+        self._changed = threading.Condition(self._lock)  # notified when a request is admitted, queued, started or ends
         self._pending = 0
         self._admitted: Counter[Hashable] = Counter()  # per caller: admitted and not yet answered
-        self._running: Counter[Hashable] = Counter()  # per caller: on a worker now
-        self._waiting: dict[Hashable, deque[_Job]] = {}  # per caller, in arrival order
-        self._turns: deque[Hashable] = deque()  # the callers with waiting jobs, the next to be served first
+        # The time a request waits, its deadline and its worker time, for fairness (the extraction's own deadline
+        # in the pipe I/O is the real monotonic clock); injected by tests.
+        self._clock = clock
+        self._queue: FairShare[_Job] = FairShare(self.caller_workers, clock)  # waiting jobs; who runs next
         self._started = False
         self._closed = False
         self._runner: ThreadPoolExecutor | None = None
@@ -442,9 +448,7 @@ class WorkerPool:
             if self._closed:
                 return
             self._closed = True
-            queued = [job for jobs in self._waiting.values() for job in jobs]
-            self._waiting.clear()
-            self._turns.clear()
+            queued = self._queue.clear()
         for job in queued:
             _fail(job, PoolUnavailable("the worker pool is closed"))
         for w in self._workers:  # first stop every child, so a slot in use is released at once...
@@ -481,11 +485,20 @@ class WorkerPool:
 
     def running(self, caller: Hashable) -> int:
         """``caller``'s requests on a worker now."""
-        return self._running[caller]
+        return self._queue.running(caller)
+
+    def waiting(self, caller: Hashable) -> int:
+        """``caller``'s requests waiting for a worker now."""
+        return self._queue.waiting(caller)
+
+    def charge(self, caller: Hashable) -> float:
+        """``caller``'s worker-seconds as the fair share counts them (``extract_fn.fair_share``)."""
+        with self._lock:
+            return self._queue.charge(caller)
 
     def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Wait until ``predicate()`` (about ``pending``, ``admitted``, ``running``) holds, at most ``timeout_s``;
-        whether it does. For tests and benchmarks that must wait for a state rather than for a time."""
+        """Wait until ``predicate()`` (about ``pending``, ``admitted``, ``waiting``, ``running``) holds, at most
+        ``timeout_s``; whether it does. For tests and benchmarks that must wait for a state rather than for a time."""
         with self._changed:
             return self._changed.wait_for(predicate, timeout_s)
 
@@ -556,7 +569,7 @@ class WorkerPool:
         job = self._submit(extractor, data, request, timeout_s=timeout_s, admission=admission, caller=caller)
         fut = asyncio.wrap_future(job.future)
         try:
-            done, _ = await asyncio.wait({fut}, timeout=max(0.0, job.deadline - time.monotonic()))
+            done, _ = await asyncio.wait({fut}, timeout=max(0.0, job.deadline - self._clock()))
             if not done:
                 self._expire(job)
             return await fut
@@ -576,7 +589,7 @@ class WorkerPool:
     ) -> bytes | SpooledReply:
         job = self._submit(extractor, data, request, timeout_s=timeout_s, admission=admission, caller=caller)
         try:
-            return job.future.result(timeout=max(0.0, job.deadline - time.monotonic()))
+            return job.future.result(timeout=max(0.0, job.deadline - self._clock()))
         except FutureTimeout:
             self._expire(job)
             return job.future.result()
@@ -628,7 +641,7 @@ class WorkerPool:
         admission = admission if admission is not None else self.admit(caller)
         admission.handed = True
         limit = self.timeout_s if timeout_s is None else timeout_s
-        job = _Job(admission, extractor, data, request, limit, time.monotonic())
+        job = _Job(admission, extractor, data, request, limit, self._clock())
         job.future.add_done_callback(lambda _f: self._job_done(job))
         try:  # an input that ended a worker, or was refused at a high cost, lately: answered without a worker
             _recall_crash(self.crash_memory, self._scope(extractor, request), data)
@@ -638,61 +651,39 @@ class WorkerPool:
         with self._lock:
             closed = self._closed or admission.released
             if not closed:
-                who = admission.caller
-                if who not in self._waiting:
-                    self._waiting[who] = deque()
-                    self._turns.append(who)
-                self._waiting[who].append(job)
+                self._queue.push(admission.caller, job)
+                self._changed.notify_all()
         if closed:
             _fail(job, PoolUnavailable("the worker pool is closed"))
         else:
             self._dispatch()
         return job
 
-    def _next_job_locked(self) -> _Job | None:
-        """The next caller's oldest waiting job (round-robin over callers, at most ``caller_workers`` each)."""
-        for _ in range(len(self._turns)):
-            who = self._turns.popleft()
-            jobs = self._waiting[who]
-            if self._running[who] >= self.caller_workers:
-                self._turns.append(who)
-                continue
-            job = jobs.popleft()
-            if jobs:
-                self._turns.append(who)
-            else:
-                del self._waiting[who]
-            return job
-        return None
-
     def _unqueue_locked(self, job: _Job) -> bool:
-        jobs = self._waiting.get(job.admission.caller)
-        if jobs is None or job not in jobs:
-            return False
-        jobs.remove(job)
-        if not jobs:
-            del self._waiting[job.admission.caller]
-            self._turns.remove(job.admission.caller)
-        return True
+        return self._queue.remove(job.admission.caller, job)
 
     def _dispatch(self) -> None:
         """Hand free workers to waiting jobs; fail the ones whose time ran out while they waited."""
         expired: list[_Job] = []
         with self._lock:
             while self._free and not self._closed:
-                job = self._next_job_locked()
-                if job is None:
+                picked = self._queue.pop()
+                if picked is None:
                     break
+                who, job = picked
                 if job.future.done():  # cancelled by its caller
+                    self._queue.dropped(who)
                     continue
-                if time.monotonic() >= job.deadline:
+                if self._clock() >= job.deadline:
+                    self._queue.dropped(who)
                     expired.append(job)
                     continue
                 if not job.future.set_running_or_notify_cancel():
+                    self._queue.dropped(who)
                     continue
                 w = self._free.pop()
                 job.started = True
-                self._running[job.admission.caller] += 1
+                job.started_at = self._queue.start(who)
                 self._changed.notify_all()
                 assert self._runner is not None
                 self._runner.submit(self._job, job, w)
@@ -714,7 +705,7 @@ class WorkerPool:
 
     def _job(self, job: _Job, w: _Worker) -> None:
         """Run ``job`` on ``w`` (a runner thread), then give ``w`` to the next waiting job."""
-        started = time.monotonic()
+        started = job.started_at
         remaining = job.deadline - started
         try:
             if self._closed:
@@ -723,7 +714,7 @@ class WorkerPool:
                 result = self._extract(w, job.extractor, job.data, job.request, remaining)
         except BaseException as exc:
             _remember_costly_refusal(
-                self.crash_memory, self._scope(job.extractor, job.request), job.data, exc, time.monotonic() - started
+                self.crash_memory, self._scope(job.extractor, job.request), job.data, exc, self._clock() - started
             )
             waited = started - job.queued_at
             if _is_timeout(exc) and waited > (1 - _FAIR_RUN_SHARE) * job.limit_s:
@@ -738,9 +729,7 @@ class WorkerPool:
             job.future.set_result(result)
         finally:
             with self._lock:
-                self._running[job.admission.caller] -= 1
-                if not self._running[job.admission.caller]:
-                    del self._running[job.admission.caller]
+                self._queue.finished(job.admission.caller, started)
                 self._free.append(w)
                 self._changed.notify_all()
             self._dispatch()

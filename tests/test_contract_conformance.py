@@ -61,6 +61,7 @@ tests/test_sniff.py, the rest are here):
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import gzip
 import hashlib
@@ -893,41 +894,124 @@ def live(pool: WorkerPool) -> Iterator[tuple[str, int]]:
         yield address
 
 
+# A request the live server answers 200 with its capabilities and then closes: sent after the test's bytes once an
+# answer leaves the connection open, so the end of the answers is the server's close, never a silence.
+_END_PROBE: Final = b"GET /v1/capabilities HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+# Only a hang reaches this: the server neither answers nor closes. How busy the machine is does not matter.
+_HANG_S: Final = 120.0
+
+
+class _Answers:
+    """HTTP/1.1 responses read off a socket, each complete by its framing (Content-Length, chunked up to its last
+    chunk, or neither: up to the close, RFC 9112 6.3): ``next()`` is the next response, or None once the server
+    closed the connection (or reset it)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+        self.eof = False
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        try:
+            chunk = self.sock.recv(65536)
+        except ConnectionResetError:  # a server that closes with our bytes unread resets
+            chunk = b""
+        except TimeoutError:
+            raise AssertionError(f"the server neither answered nor closed the connection in {_HANG_S:g} s") from None
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf += chunk
+        return True
+
+    def _until(self, marker: bytes) -> bytes | None:
+        while marker not in self.buf:
+            if not self._more():
+                return None
+        line, _, self.buf = self.buf.partition(marker)
+        return line
+
+    def _exactly(self, n: int) -> bytes | None:
+        while len(self.buf) < n:
+            if not self._more():
+                return None
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def pending(self) -> bool:
+        """Whether bytes of a next response have arrived already."""
+        return bool(self.buf)
+
+    def next(self) -> tuple[int, dict[str, str], bytes] | None:
+        head = self._until(b"\r\n\r\n")
+        if head is None:
+            assert not self.buf.strip(), f"the connection ended inside a response head: {self.buf[:200]!r}"
+            return None
+        lines = head.decode("latin-1").split("\r\n")
+        assert lines[0].startswith("HTTP/1."), lines[0]
+        status = int(lines[0].split()[1])
+        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+        if status in (100, 204, 304):
+            return status, headers, b""
+        if "chunked" not in headers.get("transfer-encoding", ""):
+            if "content-length" not in headers:  # framed by the close (RFC 9112 6.3): the rest is the body
+                while self._more():
+                    pass
+                body, self.buf = self.buf, b""
+                return status, headers, body
+            body = self._exactly(int(headers["content-length"]))
+            assert body is not None, f"the connection ended inside a {status} response's body"
+            return status, headers, body
+        body = b""
+        while True:
+            size_line = self._until(b"\r\n")
+            assert size_line is not None, "the connection ended inside a chunked body"
+            size = int(size_line.split(b";")[0], 16)
+            chunk = self._exactly(size + 2)
+            assert chunk is not None, "the connection ended inside a chunk"
+            assert chunk.endswith(b"\r\n"), f"a chunk of {size} bytes not followed by CRLF"
+            if size == 0:
+                return status, headers, body
+            body += chunk[:-2]
+
+
+def _is_probe_answer(status: int, body: bytes) -> bool:
+    if status != 200:
+        return False
+    with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+        return set(orjson.loads(body)) >= {"contract_version", "formats", "max_bytes"}
+    return False
+
+
 def _responses(address: tuple[str, int], request: bytes, *, half_close: bool = False) -> list[tuple[int, bytes]]:
-    """Send raw bytes; read every response until the server closes the connection (or 5 s of silence)."""
-    with socket.create_connection(address, timeout=5) as s:
+    """Send raw bytes; every (status, body) the server answers them with, 100 Continue left out.
+
+    The answers end when the server closes the connection. When an answer leaves it open with nothing more arrived,
+    a probe (``_END_PROBE``, with the token) follows the test's bytes: HTTP/1.1 answers in order, so the probe's
+    answer (dropped here) comes after every answer to the test's bytes, and its ``Connection: close`` ends them.
+    ``half_close`` ends the sending instead (for a request whose body never comes: a probe would be read as its body).
+    """
+    with socket.create_connection(address, timeout=_HANG_S) as s:
         s.sendall(request)
         if half_close:
             s.shutdown(socket.SHUT_WR)
-        data = b""
-        try:
-            while chunk := s.recv(65536):
-                data += chunk
-        except (TimeoutError, ConnectionResetError):  # a server that closes with our bytes unread resets
-            pass
-    out: list[tuple[int, bytes]] = []
-    while data.startswith(b"HTTP/1."):
-        head, _, rest = data.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
-        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-        assert "content-encoding" not in headers
-        if status == 100:
-            data = rest
-            continue
-        if headers.get("transfer-encoding") == "chunked":
-            body = b""
-            while True:
-                size_line, _, rest = rest.partition(b"\r\n")
-                size = int(size_line, 16)
-                body, rest = body + rest[:size], rest[size + 2 :]
-                if size == 0:
-                    break
-        else:
-            length = int(headers.get("content-length", "0"))
-            body, rest = rest[:length], rest[length:]
-        out.append((status, body))
-        data = rest
+        answers = _Answers(s)
+        out: list[tuple[int, bytes]] = []
+        probed = half_close
+        while (answer := answers.next()) is not None:
+            status, headers, body = answer
+            assert "content-encoding" not in headers
+            if status == 100:
+                continue
+            out.append((status, body))
+            if not probed and "close" not in headers.get("connection", "").lower() and not answers.pending():
+                with contextlib.suppress(OSError):  # the server may be closing already: then it says so
+                    s.sendall(_END_PROBE + _auth() + b"\r\n")
+                probed = True
+    if probed and not half_close and out and _is_probe_answer(*out[-1]):
+        out.pop()
     return out
 
 

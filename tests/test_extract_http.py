@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -549,6 +550,39 @@ def test_a_pool_that_cannot_start_workers_is_503() -> None:
     broken.close()
 
 
+def test_a_request_that_waited_over_a_tenth_of_its_limit_then_timed_out_is_503_with_retry_after(
+    tmp_path: Path,
+) -> None:
+    """Not given a fair run (it waited 29.5 s of its 30 s for a worker, on the pool's clock, which the test moves),
+    the request that then times out is told to try again later, not that the file is too slow."""
+
+    class Clock:
+        now = 1000.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    gate = tmp_path / "open"
+    extractors = {"text": H + "gate", "markdown": H + "sleep_forever"}
+    pool = WorkerPool(1, timeout_s=30, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, clock=clock)
+    app = create_app(_settings(timeout_s=30, workers=1), extractors=extractors, pool=pool)
+    with pool, TestClient(app) as c, ThreadPoolExecutor(2) as ex:
+        holder = ex.submit(_extract, c, b"hold the worker\n", name=str(gate))
+        assert pool.wait_for(lambda: pool.running(0) == 1, 30), "the first request never got the worker"
+        late = ex.submit(_extract, c, b"# waits for the worker\n", format="markdown")
+        assert pool.wait_for(lambda: pool.waiting(0) == 1, 30), "the second request never queued"
+        clock.now += 29.5  # it has waited 29.5 s of its 30 s: 0.5 s (real) are left for its extraction
+        gate.touch()
+        assert holder.result(timeout=60).status_code == 200
+        response = late.result(timeout=60)
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "5"
+    code, message = _error(response)
+    assert code == "service_unavailable"
+    assert "after waiting 29.5 s for a worker" in message
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Settings
 
@@ -990,7 +1024,6 @@ def guarded(spooling_pool: WorkerPool) -> Iterator[tuple[tuple[str, int], Any]]:
 
 def test_live_concurrent_uploads_stay_within_the_buffer_budget(guarded: tuple[tuple[str, int], Any]) -> None:
     import hashlib
-    from concurrent.futures import ThreadPoolExecutor
 
     address, server = guarded
     budget = _budget_of(server)

@@ -400,11 +400,12 @@ def _until(pool: WorkerPool, condition: Any, what: str) -> None:
 
 def _submit(pool: WorkerPool, label: str, caller: str, order: list[str], **kw: Any) -> Any:
     """Start one extraction in the background; its label is appended to ``order`` when it ends."""
+    timeout_s = kw.pop("timeout_s", None)
     future = pool._submit(
         H + kw.pop("extractor", "summarize"),
         kw.pop("data", b"x"),
         _request(**kw),
-        timeout_s=kw.pop("timeout_s", None),
+        timeout_s=timeout_s,
         admission=None,
         caller=caller,
     ).future
@@ -412,21 +413,69 @@ def _submit(pool: WorkerPool, label: str, caller: str, order: list[str], **kw: A
     return future
 
 
-def test_a_free_worker_goes_to_the_next_caller_in_turn(tmp_path: Path) -> None:
+class FakeClock:
+    """The pool's clock, moved only by the test (the extraction's own deadline stays the real one)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_free_worker_goes_to_the_caller_that_used_the_least_worker_time(tmp_path: Path) -> None:
     gate = tmp_path / "open"
     order: list[str] = []
-    pool = WorkerPool(1, timeout_s=30, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, caller_max_requests=9)
+    clock = FakeClock()
+    pool = WorkerPool(
+        1, timeout_s=30, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, caller_max_requests=9, clock=clock
+    )
     with pool:
         first = _submit(pool, "a0", "a", order, extractor="gate", name=str(gate))
         _until(pool, lambda: pool.running("a") == 1, "the first request never started")
         later = [_submit(pool, f"a{i}", "a", order) for i in (1, 2, 3)]
         later.append(_submit(pool, "b1", "b", order))
         assert pool.pending == 5
+        clock.now += 1.0  # a0 has held the worker for a second: a has used 1 worker-second, b none
+        assert pool.charge("a") == pytest.approx(pool.charge("b") + 1.0)
         gate.touch()
         for f in [first, *later]:
             f.result(timeout=30)
-    # FIFO would serve a1, a2, a3 before b1: round-robin gives b1 the worker right after a1.
-    assert order == ["a0", "a1", "b1", "a2", "a3"]
+    # FIFO would serve a1, a2, a3 before b1, round-robin a1 then b1: by worker time b1 is next.
+    assert order == ["a0", "b1", "a1", "a2", "a3"]
+
+
+def test_a_caller_with_costly_requests_gets_fewer_starts_while_another_waits(tmp_path: Path) -> None:
+    # Each of a's requests holds the worker for (the pool's) 0.2 s, each of b's for 0.01 s; each has 60 waiting.
+    order: list[str] = []
+    clock = FakeClock()
+    pool = WorkerPool(
+        1,
+        timeout_s=30,
+        memory_limit_bytes=None,
+        max_output_bytes=MAX_OUTPUT,
+        max_queued=200,
+        caller_max_requests=99,
+        clock=clock,
+    )
+    cost = {"a": 0.2, "b": 0.01}
+    gate = tmp_path / "open"
+
+    def advance(who: str) -> None:
+        clock.now += cost[who]
+
+    with pool:
+        held = _submit(pool, "gate", "c", order, extractor="gate", name=str(gate))
+        _until(pool, lambda: pool.running("c") == 1, "the gate never started")
+        for who in ("a", "b") * 60:
+            # When a request ends, the clock has moved by its cost: its caller is charged that much worker time.
+            _submit(pool, who, who, order).add_done_callback(lambda _f, w=who: advance(w))
+        gate.touch()
+        held.result(timeout=30)
+        _until(pool, lambda: pool.pending == 0, "the requests were never all answered")
+    # While both waited (the first 60 answers: neither ran out), b got about 20 starts for each of a's.
+    first = order[1:61]
+    assert first.count("b") >= 15 * first.count("a") > 0, first
 
 
 def test_one_caller_cannot_take_more_than_its_share(tmp_path: Path) -> None:
@@ -481,6 +530,43 @@ def test_a_request_that_cannot_start_before_its_deadline_is_unavailable(tmp_path
 
         assert "no worker became free" in str(asyncio.run(waits_then_expires()))
         assert pool.pending == 0
+
+
+@pytest.mark.parametrize(
+    ("waited_share", "unavailable"),
+    [(0.5, True), (0.2, True), (0.05, False)],
+    ids=["waited-half", "waited-a-fifth", "waited-a-twentieth"],
+)
+def test_a_request_that_waited_over_a_tenth_of_its_limit_and_timed_out_is_unavailable(
+    tmp_path: Path, waited_share: float, unavailable: bool
+) -> None:
+    """Waited more than 10% of its limit for a worker, then timed out: 503 (not given a fair run), not ``timeout``.
+    The wait is the pool's clock, moved by the test while the request waits; the extraction (a module that never
+    finishes) gets what is left of its limit in real time, and always reaches it."""
+    gate = tmp_path / "open"
+    order: list[str] = []
+    clock = FakeClock()
+    limit_s = 1.0
+    with WorkerPool(1, timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=MAX_OUTPUT, clock=clock) as pool:
+        busy = _submit(pool, "busy", "a", order, extractor="gate", name=str(gate))
+        _until(pool, lambda: pool.running("a") == 1, "the first request never started")
+        late = _submit(pool, "late", "b", order, extractor="sleep_forever", timeout_s=limit_s)
+        _until(pool, lambda: pool.waiting("b") == 1, "the second request never queued")
+        clock.now += waited_share * limit_s
+        gate.touch()
+        busy.result(timeout=30)
+        with pytest.raises((PoolUnavailable, ExtractionError)) as info:
+            late.result(timeout=60)
+    assert order == ["busy", "late"]
+    if unavailable:
+        assert isinstance(info.value, PoolUnavailable)
+        message = str(info.value)
+        assert f"after waiting {waited_share * limit_s:.1f} s for a worker" in message
+        assert f"of this service's {limit_s:g} s limit" in message
+    else:
+        assert isinstance(info.value, ExtractionError)
+        assert info.value.code is ErrorCode.TIMEOUT
+        assert str(info.value.message) == f"the extraction took longer than {limit_s:g} s, this service's limit"
 
 
 def test_an_admission_given_back_before_the_body_frees_its_place() -> None:
