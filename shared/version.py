@@ -9,7 +9,6 @@ the source. Neither found raises ``RuntimeError``: a version that might be wrong
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import tomllib
 from pathlib import Path
 from typing import Final
@@ -26,6 +25,8 @@ def package_version() -> str:
             project = tomllib.load(f).get("project", {})
         if project.get("name") == DISTRIBUTION and isinstance(project.get("version"), str):
             return str(project["version"])
+    import importlib.metadata  # only here: it costs a cold start ~25 ms (email, zipfile) when pyproject.toml answers
+
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:

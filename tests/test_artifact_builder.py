@@ -717,3 +717,57 @@ def test_builder_clean_str_one_replacement_per_lone_surrogate() -> None:
     assert clean_str("a\ud800b\udfffc") == f"a{FFFD}b{FFFD}c"
     assert clean_str("a\ud83d") == f"a{FFFD}"
     assert clean_str("a\ud83d\ude00b") == "a😀b"
+
+
+# -- table cells: the column-at-a-time check keeps exactly what the cell-by-cell cleaning would ---------------------
+
+_CELL_COLUMNS = {
+    "ints": [1, None, -(2**63), 2**63 - 1, 0],
+    "int past 64 bits": [1, 2**63, None, 3, 4],
+    "int below 64 bits": [-(2**63) - 1, 1, 2, 3, 4],
+    "floats": [1.5, None, -0.0, 1e308, 2.0],
+    "float NaN": [1.0, math.nan, None, 2.0, 3.0],
+    "float infinity": [1.0, None, math.inf, 2.0, 3.0],
+    "float sum overflows": [1e308, 1e308, 1.0, None, 2.0],
+    "ascii strings": ["a", "", None, "b c", "d"],
+    "non-ascii strings": ["caf\u00e9", "x", None, "\u65e5\u672c", "y"],
+    "lone surrogate": ["a", "\ud800", None, "b", "c"],
+    "bools": [True, False, None, True, False],
+    "nulls": [None, None, None, None, None],
+    "mixed int and str": [1, "2", None, 3, "4"],
+    "error cells": ["a", {"error": "#DIV/0!"}, None, "b", "c"],
+    "not a JSON value": ["a", object(), None, "b", "c"],
+}
+
+
+def _cell_by_cell(rows: list[list[Any]]) -> list[list[Any]] | str:
+    """The rows as the cell-by-cell loop cleans them, or the error it raises."""
+    from shared.artifact_builder import _clean_cell
+
+    try:
+        return [[_clean_cell(v) for v in row] for row in rows]
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__
+
+
+@pytest.mark.parametrize("kinds", [[k] for k in _CELL_COLUMNS] + [["ints", "ascii strings", k] for k in _CELL_COLUMNS])
+def test_table_cells_are_cleaned_as_cell_by_cell(kinds: list[str]) -> None:
+    columns = [_CELL_COLUMNS[k] for k in kinds]
+    rows = [list(r) for r in zip(*columns, strict=True)]
+    expected = _cell_by_cell([list(r) for r in rows])
+    b = builder("csv", unit="rows")
+    try:
+        b.add_table("t", [(f"c{i}", "string") for i in range(len(kinds))], rows)
+        got: list[list[Any]] | str = b.tables[0]["rows"]
+    except (TypeError, ValueError) as exc:
+        got = type(exc).__name__
+    assert got == expected
+    if isinstance(got, list):  # lone surrogates became U+FFFD, never left in
+        assert all(not (isinstance(v, str) and "\ud800" in v) for row in got for v in row)
+
+
+def test_table_rows_that_are_tuples_become_lists() -> None:
+    b = builder("csv", unit="rows")
+    b.add_table("t", [("a", "number"), ("b", "string")], [(1, "x"), (2, "y")])  # type: ignore[list-item]
+    assert b.tables[0]["rows"] == [[1, "x"], [2, "y"]]
+    assert all(type(r) is list for r in b.tables[0]["rows"])

@@ -372,6 +372,16 @@ class Notes:
             self.counts[(column, what)] = self.counts.get((column, what), 0) + n
 
 
+def _doubles(arr: Any, column: str, notes: Notes) -> list[Any]:
+    """A DOUBLE column's values; the per-value NaN scan only when Arrow says the batch holds a NaN or infinity."""
+    import pyarrow.compute as pc
+
+    values = arr.to_pylist()
+    if pc.any(pc.invert(pc.is_finite(arr))).as_py():
+        return _nan_to_none(values, column, notes)
+    return values
+
+
 def _nan_to_none(values: list[Any], column: str, notes: Notes) -> list[Any]:
     bad = 0
     out = values
@@ -441,9 +451,17 @@ def _iso_texts(arr: Any, column: str, notes: Notes, *, kind: str) -> list[Any]:
         for i, good in enumerate(ok):
             if not good:
                 distinct[i] = None
-        bad = sum(1 for i in enc.indices.to_pylist() if i is not None and distinct[i] is None)
-        notes.add(column, "value(s) outside the years 1-9999 sent as null", bad)
-    return [None if i is None else distinct[i] for i in enc.indices.to_pylist()]
+        if not all(ok):
+            bad = sum(1 for i in enc.indices.to_pylist() if i is not None and distinct[i] is None)
+            notes.add(column, "value(s) outside the years 1-9999 sent as null", bad)
+    return _take(distinct, enc.indices)
+
+
+def _take(distinct: list[Any], indices: Any) -> list[Any]:
+    """``distinct[i]`` for each index of an Arrow array (None for a null index); without nulls in C (``map``)."""
+    if indices.null_count == 0:
+        return list(map(distinct.__getitem__, indices.to_pylist()))
+    return [None if i is None else distinct[i] for i in indices.to_pylist()]
 
 
 _DURATION_NS: Final = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
@@ -512,8 +530,7 @@ def converter_for(t: Any) -> tuple[str, Callable[[Any, str, Notes], list[Any]]]:
         def dictionary(arr: Any, column: str, notes: Notes) -> list[Any]:
             if len(arr.dictionary) > len(arr):  # a dictionary bigger than the batch: decode just the batch
                 return value_conv(arr.dictionary_decode(), column, notes)
-            distinct = value_conv(arr.dictionary, column, notes)
-            return [None if i is None else distinct[i] for i in arr.indices.to_pylist()]
+            return _take(value_conv(arr.dictionary, column, notes), arr.indices)
 
         return value_type, dictionary
     if pt.is_boolean(t):
@@ -525,7 +542,7 @@ def converter_for(t: Any) -> tuple[str, Callable[[Any, str, Notes], list[Any]]]:
             ]
         return "number", lambda arr, column, notes: arr.to_pylist()
     if pt.is_float64(t):
-        return "number", lambda arr, column, notes: _nan_to_none(arr.to_pylist(), column, notes)
+        return "number", _doubles
     if pt.is_floating(t):  # float32 / float16: their own shortest text, not the widened double's digits
 
         def small_float(arr: Any, column: str, notes: Notes) -> list[Any]:
