@@ -78,7 +78,8 @@ def _blocks(a: dict[str, Any], page: int) -> list[dict[str, Any]]:
 def test_chart_block_has_its_type_and_cached_values() -> None:
     a = run(_deck())
     chart = next(b for b in _blocks(a, 1) if "chart" in b.get("attrs", {}))
-    assert chart["text"] == "Quarterly results\nRevenue | Cost\nQ1 | Q2 | Q3"
+    # the value axis prints 0..16 by 2 (LibreOffice's scale of 8..15 on a 4-inch-high frame)
+    assert chart["text"] == "Quarterly results\n0 | 2 | 4 | 6 | 8 | 10 | 12 | 14 | 16\nRevenue | Cost\nQ1 | Q2 | Q3"
     assert chart["attrs"]["chart"] == "line"
     assert chart["attrs"]["table"] == {
         "columns": ["", "Revenue", "Cost"],

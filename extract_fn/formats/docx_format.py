@@ -294,6 +294,7 @@ class Drawing:
     rid: str | None = None
     alt: str = ""
     name: str = ""
+    size: tuple[int, int] | None = None  # wp:extent (EMU) of a chart: the room its axes have for labels
 
 
 @dataclass
@@ -320,13 +321,24 @@ NOTE_SENTINEL = "\x00"  # where a note reference stands in a paragraph's text (X
 _SIMPLE_INLINE = {"tab": "\t", "ptab": "\t", "noBreakHyphen": "-", "softHyphen": ""}
 
 
+def _extent(el: Any) -> tuple[int, int] | None:
+    """The ``wp:extent`` (cx, cy in EMU) of the ``wp:inline``/``wp:anchor`` holding a graphic."""
+    for up in el.iterancestors():
+        if local(up.tag) in ("inline", "anchor"):
+            ext = _child(up, "extent")
+            cx, cy = (ext.get("cx") or "", ext.get("cy") or "") if ext is not None else ("", "")
+            return (int(cx), int(cy)) if cx.isdigit() and cy.isdigit() else None
+    return None
+
+
 def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
     """Record a drawing element; True when it is consumed (not to be walked into)."""
     if name == "graphicData":
         kind = graphic_kind(el)
         if kind == "chart":
             chart = find_local(el, "chart")
-            inline.drawings.append(Drawing("chart", r_attr(chart, "id") if chart is not None else None, alt))
+            rid = r_attr(chart, "id") if chart is not None else None
+            inline.drawings.append(Drawing("chart", rid, alt, size=_extent(el)))
             return True
         if kind == "diagram":
             ids = find_local(el, "relIds")
@@ -678,6 +690,8 @@ class _Doc:
             except ChartUnreadable as exc:
                 self.builder.fail(unit, str(exc))
                 return
+            if d.size:
+                chart = chart.sized(*d.size)
             self.add("paragraph", chart.text(), {**(base or {}), **chart.attrs()})
         else:
             try:

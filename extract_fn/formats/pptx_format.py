@@ -101,6 +101,12 @@ def _child(el: Any, name: str) -> Any:
     return None
 
 
+def _emu(el: Any, name: str) -> int | None:
+    """An EMU length attribute (``cx``, ``cy``), None when absent or not a number."""
+    v = el.get(name) if el is not None else None
+    return int(v) if v is not None and v.isdigit() else None
+
+
 def _find(el: Any, *path: str) -> Any:
     cur = el
     for name in path:
@@ -284,6 +290,8 @@ class _Deck:
                 read = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
             except ChartUnreadable as exc:
                 raise ExtractionError(ErrorCode.CORRUPT, str(exc)) from None
+            ext = _find(shape, "xfrm", "ext")  # p:xfrm a:ext: the frame's size sets the axes' room for labels
+            read = read.sized(_emu(ext, "cx"), _emu(ext, "cy"))
             return "chart", read.text(), read.attrs()
         if kind == "diagram":
             ids = next((c for c in data if local(c.tag) == "relIds"), None)
