@@ -338,3 +338,36 @@ def test_broken_chart_or_diagram_part_fails_its_unit_not_the_document() -> None:
     assert _texts(a) == ["Kept"]
     assert [f["unit"] for f in a["coverage"]["failed"]] == ["chart 1", "diagram 1"]
     assert all("not well-formed" in f["reason"] or "XML" in f["reason"] for f in a["coverage"]["failed"])
+
+
+def test_drawings_in_table_cells_follow_the_table() -> None:
+    picture = _drawing(
+        f'<a:graphicData uri="{PIC_NS}"><pic:pic xmlns:pic="{PIC_NS}"><pic:nvPicPr><pic:cNvPr id="0" '
+        'name="logo.png" descr="Company logo"/></pic:nvPicPr></pic:pic></a:graphicData>'
+    )
+    cell = "<w:tc>{}</w:tc>"
+    body = (
+        "<w:tbl><w:tr>"
+        + cell.format(p("Name"))
+        + cell.format(p("Logo"))
+        + "</w:tr><w:tr>"
+        + cell.format(p("Acme"))
+        + cell.format(f"<w:p>{picture}</w:p>")
+        + "</w:tr><w:tr>"
+        + cell.format(p("Sales"))
+        + cell.format(f"<w:p>{_chart_run()}</w:p>")
+        + "</w:tr></w:tbl>"
+        + p("After.")
+    )
+    a = run(make_docx(body, parts={"charts/chart1.xml": _chart_part()}))
+    blocks = a["blocks"]
+    assert blocks[0]["attrs"]["table"]["rows"] == [["Acme", ""], ["Sales", ""]]
+    # the picture's alt text and the chart, each a block after the table's, naming its cell (row 0 = columns)
+    assert blocks[1]["text"] == ""
+    assert blocks[1]["attrs"] == {"image": {"alt": "Company logo", "name": "logo.png"}, "cell": [1, 1]}
+    assert blocks[2]["text"].startswith("Sales by region\n")
+    assert blocks[2]["attrs"]["cell"] == [2, 1]
+    assert blocks[2]["attrs"]["chart"] == "bar+line"
+    assert blocks[3]["text"] == "After."
+    assert a["coverage"]["lost"] == ["image_text"]  # the picture is counted once
+    assert "1 picture(s) not read: any text drawn in them is missing (their alt text is in attrs)" in a["warnings"]

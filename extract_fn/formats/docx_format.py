@@ -18,7 +18,9 @@ Blocks, in reading order:
    - a table: one ``paragraph`` block whose text is the rows (cells joined with `` | ``, rows with newlines) and
      ``attrs.table`` = ``{"columns": first row, "rows": the other rows}``, every row as wide as the table's grid.
      A cell merged into the one before it (the ``gridSpan`` columns past the first, or a ``vMerge`` continuation)
-     is ``null``: merged text is never repeated. A nested table's text is part of its cell's text;
+     is ``null``: merged text is never repeated. A nested table's text is part of its cell's text; the drawings in
+     its cells (pictures, charts, diagrams, any depth) follow the table's block as blocks of their own, each with
+     ``attrs.cell`` = ``[row, column]`` (0-based in the grid, row 0 is ``columns``);
    - right after the paragraph they are anchored in: the text of its text boxes and DrawingML shapes
      (``w:txbxContent``) as blocks with ``attrs.textbox = true``; its charts (``ooxml_chart``: ``attrs.chart``,
      ``attrs.table``); its SmartArt diagrams (the data part's text, ``attrs.diagram = true``); its pictures (a block
@@ -487,6 +489,8 @@ class _Doc:
         self.paragraphs = 0
         self.pictures = 0
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
+        self.in_cells: list[tuple[Drawing, int, int]] = []  # drawings of the table being read, with their cell
+        self.cell = (0, 0)  # the top-level cell being read (row, column of the table's grid)
         self.note_formats = dict(NOTE_FORMATS)
         self.marks: dict[tuple[str, str], str] = {}  # (footnote|endnote, id) -> its mark, in citation order
         self.rels: dict[str, str] = {}  # relationship id -> member, of the part being read
@@ -503,6 +507,8 @@ class _Doc:
             row: list[str | None] = [None] * _grid_skip(tr, "gridBefore")
             for tc in _children_through(tr, T_TC):
                 span, cont = _span(tc)
+                if depth == 0:
+                    self.cell = (len(rows), len(row))
                 text = None if cont else self.cell_text(tc, depth)
                 row.append(text)
                 row.extend([None] * (span - 1))
@@ -535,8 +541,7 @@ class _Doc:
                         bt = _clean(_inline(bp).text)
                         if bt:
                             parts.append(bt)
-            for d in inline.drawings:
-                self.count_drawing(d)
+            self.in_cells.extend((d, *self.cell) for d in inline.drawings)  # blocks after the table's
         return "\n".join(parts)
 
     # -- note marks
@@ -640,9 +645,16 @@ class _Doc:
             self.drawing(d, base)
 
     def table(self, tbl: Any, base: dict[str, Any] | None) -> None:
+        """The table's block, then each drawing in its cells (a picture's alt text, a chart, a diagram) as a block
+        of its own, as a paragraph's drawings follow it, with ``attrs.cell`` = ``[row, column]`` of the grid
+        (0-based; row 0 is ``attrs.table.columns``)."""
+        self.in_cells = []
         rows = self.table_rows(tbl)
+        found, self.in_cells = self.in_cells, []
         if rows and any(any(c for c in r) for r in rows):
             self.add("paragraph", _table_text(rows), {**(base or {}), **_table_attrs(rows)})
+        for d, row, col in found:
+            self.drawing(d, {**(base or {}), "cell": [row, col]})
 
     def container(self, container: Any, base: dict[str, Any] | None) -> bool:
         """The blocks of a body, header, footer, note or text box. True when the output budget cut it."""
