@@ -124,3 +124,29 @@ def test_corpus_chart_ticks(corpus: Path) -> None:
     assert "0% | 20% | 40% | 60% | 80% | 100%" in lines  # percent-stacked, on a 3-inch frame
     assert "0% | 50% | 100%" in lines  # the same on a horizontal axis: wide labels, fewer of them
     assert "0 | 20 | 40" in lines  # a radar chart's radius axis
+
+
+@pytest.mark.parametrize(
+    ("values", "axis"),
+    [
+        (("-1e308", "1e308"), ""),  # a span past the largest float
+        (("1", "2"), "<c:scaling><c:logBase val='1e300'/></c:scaling>"),  # a log base past ST_LogBase's 1000
+        (("1", "2"), "<c:majorUnit val='5e-324'/>"),  # a unit giving more ticks than anyone draws: computed instead
+        (("nan", "inf"), "<c:scaling><c:min val='-inf'/><c:max val='nan'/></c:scaling>"),  # not numbers: ignored
+    ],
+)
+def test_hostile_scales_give_bounded_labels(values: tuple[str, ...], axis: str) -> None:
+    chart = read_chart(_part(axis, values=values))
+    for got in chart.attrs().get("chart_axes", []):  # no finite value at all: no axis to print
+        assert len(got["labels"]) <= 11
+        assert all(len(label) < 400 for label in got["labels"])
+    assert len(chart.text().split(" | ")) <= 11
+
+
+def test_far_point_index_is_not_a_dense_list() -> None:
+    part = _part("", values=("1", "2"))
+    pt = part.find(".//{*}numCache/{*}pt")
+    pt.set("idx", "999999999999")  # a stacked range keyed by index, not a list that long
+    for group in part.iter("{*}barChart"):
+        group.insert(0, etree.fromstring(f"<c:grouping {C} val='stacked'/>"))
+    assert read_chart(part).text() == "0 | 0.5 | 1 | 1.5 | 2 | 2.5"  # 0.2 steps: 11 intervals with 2.2, so 0.5

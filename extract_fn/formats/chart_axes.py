@@ -70,8 +70,8 @@ def labels_drawn(ax: Any) -> bool:
     return (deleted is None or deleted.get("val") in ("0", "false")) and (labels is None or labels.get("val") != "none")
 
 
-def _numbers(el: Any, limit: int) -> list[float]:
-    """The cached numbers of a ``c:val``/``c:xVal``/``c:yVal`` (by point index), at most ``limit``."""
+def _numbers(el: Any, limit: int) -> dict[int, float]:
+    """The cached numbers of a ``c:val``/``c:xVal``/``c:yVal`` by point index, at most ``limit``."""
     out: dict[int, float] = {}
     for cache in el.iter() if el is not None else ():
         if local(cache.tag) in ("numCache", "numLit"):
@@ -81,10 +81,10 @@ def _numbers(el: Any, limit: int) -> list[float]:
                 v = _child(pt, "v")
                 x = _float(v.text if v is not None else None)
                 idx = pt.get("idx") or ""
-                if x is not None and idx.isdigit():
+                if x is not None and idx.isascii() and idx.isdigit():
                     out[int(idx)] = x
             break
-    return [out.get(i, 0.0) for i in range(max(out, default=-1) + 1)] if out else []
+    return out
 
 
 def _source_format(groups: list[Any]) -> str:
@@ -117,14 +117,13 @@ def _plotted_range(horizontal: bool, groups: list[Any], limit: int) -> tuple[flo
         grouping = _val(group, "grouping") or "standard"
         if grouping == "percentStacked":
             percent = True
-        elif grouping == "stacked":
-            width = max((len(s) for s in series), default=0)
-            sums = [[s[i] for s in series if i < len(s)] for i in range(width)]
-            lows.extend(sum(v for v in col if v < 0) if min(col) < 0 else min(col) for col in sums if col)
-            highs.extend(sum(v for v in col if v > 0) or max(col) for col in sums if col)
+        elif grouping == "stacked":  # each category's stack: its negative values below 0, its positive above
+            stacks = [[s[i] for s in series if i in s] for i in sorted({i for s in series for i in s})]
+            lows.extend(sum(v for v in col if v < 0) if min(col) < 0 else min(col) for col in stacks)
+            highs.extend(sum(v for v in col if v > 0) or max(col) for col in stacks)
         else:
-            lows.extend(v for s in series for v in s)
-            highs.extend(v for s in series for v in s)
+            lows.extend(v for s in series for v in s.values())
+            highs.extend(v for s in series for v in s.values())
     if not lows:
         return (0.0, 1.0, True) if percent else None
     return (min(lows), max(highs), False)

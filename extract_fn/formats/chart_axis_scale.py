@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 MAX_TICKS = 500  # a stated major unit giving more intervals than this is ignored (LibreOffice's manual limit)
 AUTO_INTERVALS = 10  # LibreOffice's MAXIMUM_AUTO_INCREMENT_COUNT
+MAX_LOG_BASE = 1000.0  # c:logBase is 2..1000 (ST_LogBase)
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,18 @@ class ScaleRequest:
 
 
 def scale(req: ScaleRequest) -> AxisScale:
-    """The ticks of a value axis."""
-    if req.log_base is not None and req.log_base > 1:
-        return _log_scale(req)
+    """The ticks of a value axis; none when its numbers are beyond arithmetic (a span past the largest float, a
+    log base past 1000: a hostile part), as the chart could not be drawn either."""
+    try:
+        got = _log_scale(req) if req.log_base is not None and req.log_base > 1 else _linear_scale(req)
+    except (OverflowError, ValueError, ZeroDivisionError):
+        got = None
+    if got is None or not all(math.isfinite(x) for x in (got.minimum, got.maximum, got.major, *got.ticks)):
+        return AxisScale(req.low, req.high, 0.0, [], True)
+    return got
+
+
+def _linear_scale(req: ScaleRequest) -> AxisScale:
     low, high = (0.0, 1.0) if req.percent else (req.low, req.high)
     auto_min, auto_max = req.minimum is None, req.maximum is None
     lo = low if req.minimum is None else req.minimum
@@ -106,6 +116,8 @@ def scale(req: ScaleRequest) -> AxisScale:
 
 def _log_scale(req: ScaleRequest) -> AxisScale:
     b = float(req.log_base or 10)
+    if b > MAX_LOG_BASE:
+        raise ValueError("log base beyond what a chart allows")
     lo = req.minimum if req.minimum is not None and req.minimum > 0 else None
     hi = req.maximum if req.maximum is not None and req.maximum > 0 else None
     data_lo = req.low if req.low > 0 else 1.0

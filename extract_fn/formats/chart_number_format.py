@@ -10,6 +10,7 @@ EPOCH_1904 = dt.date(1904, 1, 1)  # c:date1904 (a Mac workbook's date system)
 _DATE_TOKEN = re.compile(r"yyyy|yy|mmmm|mmm|mm|m|dddd|ddd|dd|d", re.IGNORECASE)
 _QUOTED = re.compile(r'"[^"]*"|\\.|\[[^\]]*\]')
 _PLACEHOLDER = re.compile(r"[0#?]")
+MAX_DECIMALS = 30  # Excel shows at most 30 decimal places
 
 
 def is_date_format(code: str) -> bool:
@@ -55,10 +56,11 @@ def format_number(value: float, code: str, epoch: dt.date = EPOCH_1900) -> str:
     if "%" in bare:
         value *= 100
     digits = bare.split(".", 1)[1] if "." in bare else ""
-    decimals = len(re.match(r"[0#?]*", digits).group()) if digits else 0  # type: ignore[union-attr]
+    places = re.match(r"[0#?]*", digits)
+    decimals = min(MAX_DECIMALS, len(places.group()) if places else 0)
     grouping = "," in bare.split(".", 1)[0]
     number = f"{value:,.{decimals}f}" if grouping else f"{value:.{decimals}f}"
-    if number.startswith("-") and float(number) == 0:
+    if number.startswith("-") and round(value, decimals) == 0:  # -0.001 as "0.00" is "0.00", not "-0.00"
         number = number[1:]
     first = _PLACEHOLDER.search(section)
     last = max(i for i, ch in enumerate(section) if ch in "0#?")
