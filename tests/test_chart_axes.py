@@ -150,3 +150,14 @@ def test_far_point_index_is_not_a_dense_list() -> None:
     for group in part.iter("{*}barChart"):
         group.insert(0, etree.fromstring(f"<c:grouping {C} val='stacked'/>"))
     assert read_chart(part).text() == "0 | 0.5 | 1 | 1.5 | 2 | 2.5"  # 0.2 steps: 11 intervals with 2.2, so 0.5
+
+
+def test_display_units_divide_the_labels() -> None:
+    units = "<c:dispUnits><c:builtInUnit val='millions'/><c:dispUnitsLbl/></c:dispUnits>"
+    chart = read_chart(_part(units, values=("800000", "1750000")))
+    assert chart.text() == "0 | 0.2 | 0.4 | 0.6 | 0.8 | 1 | 1.2 | 1.4 | 1.6 | 1.8 | 2\nMillions"
+    (axis,) = chart.attrs()["chart_axes"]
+    assert (axis["maximum"], axis["display_unit"], axis["unit_label"]) == (2_000_000.0, 1e6, "Millions")
+    own = "<c:dispUnits><c:custUnit val='1000'/><c:dispUnitsLbl><c:tx><c:rich><a:p><a:r><a:t>kEUR</a:t></a:r></a:p>"
+    chart = read_chart(_part(own + "</c:rich></c:tx></c:dispUnitsLbl></c:dispUnits>", values=("80000", "175000")))
+    assert chart.text().splitlines() == ["0 | 20 | 40 | 60 | 80 | 100 | 120 | 140 | 160 | 180 | 200", "kEUR"]

@@ -4,7 +4,10 @@ scale, ``chart_number_format`` formats each tick).
 An axis prints labels unless ``c:delete`` is 1 or ``c:tickLblPos`` is ``none``. Its range is that of the values
 plotted on it (the series of the chart groups naming its ``c:axId``; a stacked group's stacked sums; a scatter or
 bubble chart's x values for a horizontal axis); a percent-stacked group's axis is 0..100%. Its labels use the
-axis's number format, or the first series' cached format when the axis's is ``sourceLinked``.
+axis's number format, or the first series' cached format when the axis's is ``sourceLinked``, divided by its
+display units (``c:dispUnits``; a 1-2-5 scale divided by a power of ten is the same scale, so the ticks are computed
+on the values and divided after; a custom unit that is no power of ten may be drawn with other ticks); a
+``c:dispUnitsLbl`` prints the unit's name or its own text.
 
 How many intervals an automatic scale may have depends on the room for labels, as in LibreOffice (the axis length
 over the height of a label on a vertical axis, the widest label on a horizontal one, at most 10): when the caller
@@ -37,6 +40,38 @@ class AxisSpec:
     code: str  # the number format of the labels
     font_pt: float
     epoch: dt.date = EPOCH_1900
+    divisor: float = 1.0  # c:dispUnits: the labels show value / divisor
+    unit_label: str = ""  # c:dispUnitsLbl: the unit printed by the axis ("Millions")
+
+
+_UNITS = {  # ST_BuiltInUnit -> (divisor, the label Excel prints)
+    "hundreds": (1e2, "Hundreds"),
+    "thousands": (1e3, "Thousands"),
+    "tenThousands": (1e4, "Ten Thousands"),
+    "hundredThousands": (1e5, "Hundred Thousands"),
+    "millions": (1e6, "Millions"),
+    "tenMillions": (1e7, "Ten Millions"),
+    "hundredMillions": (1e8, "Hundred Millions"),
+    "billions": (1e9, "Billions"),
+    "trillions": (1e12, "Trillions"),
+}
+
+
+def _display_units(ax: Any) -> tuple[float, str]:
+    """(divisor, printed unit label) of an axis's ``c:dispUnits``; (1, "") without one."""
+    units = _child(ax, "dispUnits")
+    if units is None:
+        return 1.0, ""
+    custom = _float(_val(units, "custUnit"))
+    divisor, name = _UNITS.get(_val(units, "builtInUnit") or "", (1.0, ""))
+    if custom is not None and custom > 0:
+        divisor, name = custom, ""
+    shown = _child(units, "dispUnitsLbl")
+    if shown is None:
+        return divisor, ""
+    paras = [p for p in shown.iter() if local(p.tag) == "p"]
+    own = " ".join("".join(t.text or "" for t in p.iter() if local(t.tag) == "t") for p in paras)
+    return divisor, own.strip() or name
 
 
 def _child(el: Any, name: str) -> Any:
@@ -171,7 +206,9 @@ def axis_specs(root: Any, plot: Any, epoch: dt.date, limit: int) -> list[AxisSpe
             code = code if "%" in code else "0%"
         elif fmt is None or fmt.get("sourceLinked") in ("1", "true"):
             code = _source_format(mine)
-        out.append(AxisSpec(pos, req, code, _font_pt(_child(ax, "txPr"), _child(root, "txPr")), epoch))
+        divisor, unit = _display_units(ax)
+        font = _font_pt(_child(ax, "txPr"), _child(root, "txPr"))
+        out.append(AxisSpec(pos, req, code, font, epoch, divisor, unit))
     return out
 
 
@@ -183,7 +220,7 @@ def axis_labels(spec: AxisSpec, size: tuple[float, float] | None = None) -> dict
     """The axis as ``attrs.chart_axes`` gives it: position, scale (``computed``: any of it automatic) and labels."""
     req = spec.request
     got = scale(req)
-    labels = [format_number(t, spec.code, spec.epoch) for t in got.ticks]
+    labels = [format_number(t / spec.divisor, spec.code, spec.epoch) for t in got.ticks]
     if size is not None and req.max_count > 2:
         horizontal = spec.position in ("b", "t")
         length = (size[0] if horizontal else size[1]) * PLOT_SHARE
@@ -192,7 +229,7 @@ def axis_labels(spec: AxisSpec, size: tuple[float, float] | None = None) -> dict
         count = max(2, min(req.max_count, int(length // need))) if need > 0 else req.max_count
         if count != req.max_count:
             got = scale(replace(req, max_count=count))
-            labels = [format_number(t, spec.code, spec.epoch) for t in got.ticks]
+            labels = [format_number(t / spec.divisor, spec.code, spec.epoch) for t in got.ticks]
     return {
         "position": spec.position,
         "minimum": got.minimum,
@@ -201,4 +238,6 @@ def axis_labels(spec: AxisSpec, size: tuple[float, float] | None = None) -> dict
         "computed": got.computed,
         "format": spec.code,
         "labels": labels,
+        **({"display_unit": spec.divisor} if spec.divisor != 1 else {}),
+        **({"unit_label": spec.unit_label} if spec.unit_label else {}),
     }

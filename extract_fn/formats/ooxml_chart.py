@@ -89,7 +89,8 @@ class Chart:
         if self.title:
             lines.append(self.title)
         lines.extend(self.axis_titles)
-        lines.extend(" | ".join(ax["labels"]) for ax in self.value_axes if ax["labels"])
+        for ax in self.value_axes:
+            lines.extend(x for x in (" | ".join(ax["labels"]), ax.get("unit_label", "")) if x)
         names = " | ".join(s.name for s in self.series if s.name) if self.show_series else ""
         if names and names != self.title:  # a one-series chart's title is often its series' name
             lines.append(names)
