@@ -177,7 +177,11 @@ def test_chart_is_a_block_with_its_values() -> None:
     a = run(make_docx(body, parts={"charts/chart1.xml": _chart_part()}))
     texts = _texts(a)
     assert texts[0] == "Figure 1."
-    assert texts[1] == "Sales by region\nUnits sold\n2024 | 2025 | Target\nNorth | South"
+    # the value axis's ticks, computed as LibreOffice scales 9..14 (step 2, one more step above 14 at the border)
+    assert (
+        texts[1]
+        == "Sales by region\nUnits sold\n0 | 2 | 4 | 6 | 8 | 10 | 12 | 14 | 16\n2024 | 2025 | Target\nNorth | South"
+    )
     assert texts[2] == "After."
     chart = a["blocks"][1]["attrs"]
     assert chart["chart"] == "bar+line"
@@ -188,7 +192,7 @@ def test_chart_is_a_block_with_its_values() -> None:
     assert a["coverage"]["complete"] is True
     # no legend and the category axis without labels: the slide prints neither, the values' table keeps both
     hidden = run(make_docx(body, parts={"charts/chart1.xml": _chart_part(shown=False)}))
-    assert _texts(hidden)[1] == "Sales by region\nUnits sold"
+    assert _texts(hidden)[1] == "Sales by region\nUnits sold\n0 | 2 | 4 | 6 | 8 | 10 | 12 | 14 | 16"
     assert hidden["blocks"][1]["attrs"]["table"] == chart["table"]
 
 
@@ -278,7 +282,11 @@ def test_corpus_chart_and_headers(corpus: Path) -> None:
     a = run((corpus / "docx/docling-drawingml.docx").read_bytes())
     chart = next(b for b in a["blocks"] if "chart" in b.get("attrs", {}))
     assert chart["attrs"]["chart"] == "line"
-    assert chart["text"].splitlines()[:2] == ["Chart Title", "Series 1 | Series 2 | Series 3"]
+    assert chart["text"].splitlines()[:3] == [
+        "Chart Title",
+        "0 | 1 | 2 | 3 | 4 | 5 | 6",
+        "Series 1 | Series 2 | Series 3",
+    ]
     assert chart["attrs"]["table"]["rows"][0] == ["Category 1", "4.3", "2.4", "2"]
     h = run((corpus / "docx/python-docx-hdr-header-footer.docx").read_bytes())
     parts = [(b["text"], b["attrs"]["part"]) for b in h["blocks"] if "part" in b.get("attrs", {})]
@@ -330,3 +338,36 @@ def test_broken_chart_or_diagram_part_fails_its_unit_not_the_document() -> None:
     assert _texts(a) == ["Kept"]
     assert [f["unit"] for f in a["coverage"]["failed"]] == ["chart 1", "diagram 1"]
     assert all("not well-formed" in f["reason"] or "XML" in f["reason"] for f in a["coverage"]["failed"])
+
+
+def test_drawings_in_table_cells_follow_the_table() -> None:
+    picture = _drawing(
+        f'<a:graphicData uri="{PIC_NS}"><pic:pic xmlns:pic="{PIC_NS}"><pic:nvPicPr><pic:cNvPr id="0" '
+        'name="logo.png" descr="Company logo"/></pic:nvPicPr></pic:pic></a:graphicData>'
+    )
+    cell = "<w:tc>{}</w:tc>"
+    body = (
+        "<w:tbl><w:tr>"
+        + cell.format(p("Name"))
+        + cell.format(p("Logo"))
+        + "</w:tr><w:tr>"
+        + cell.format(p("Acme"))
+        + cell.format(f"<w:p>{picture}</w:p>")
+        + "</w:tr><w:tr>"
+        + cell.format(p("Sales"))
+        + cell.format(f"<w:p>{_chart_run()}</w:p>")
+        + "</w:tr></w:tbl>"
+        + p("After.")
+    )
+    a = run(make_docx(body, parts={"charts/chart1.xml": _chart_part()}))
+    blocks = a["blocks"]
+    assert blocks[0]["attrs"]["table"]["rows"] == [["Acme", ""], ["Sales", ""]]
+    # the picture's alt text and the chart, each a block after the table's, naming its cell (row 0 = columns)
+    assert blocks[1]["text"] == ""
+    assert blocks[1]["attrs"] == {"image": {"alt": "Company logo", "name": "logo.png"}, "cell": [1, 1]}
+    assert blocks[2]["text"].startswith("Sales by region\n")
+    assert blocks[2]["attrs"]["cell"] == [2, 1]
+    assert blocks[2]["attrs"]["chart"] == "bar+line"
+    assert blocks[3]["text"] == "After."
+    assert a["coverage"]["lost"] == ["image_text"]  # the picture is counted once
+    assert "1 picture(s) not read: any text drawn in them is missing (their alt text is in attrs)" in a["warnings"]

@@ -24,12 +24,7 @@ FILES = corpus_files()
 
 # Files still under the floor, each with the issue 15 item whose fix lifts it. The test below asserts this is exactly
 # the set of files under the floor: fixing one fails the suite until its entry is removed.
-KNOWN_BELOW: dict[str, str] = {
-    "docx/docling-drawingml.docx": "Charts in DOCX, PPTX and XLSX: axis tick labels",
-    "pptx/docling-pptx-chart.pptx": "Charts in DOCX, PPTX and XLSX",
-    "pptx/python-pptx-chart-types.pptx": "Charts in DOCX, PPTX and XLSX",
-    "pptx/python-pptx-charts.pptx": "Charts in DOCX, PPTX and XLSX",
-}
+KNOWN_BELOW: dict[str, str] = {}
 
 # Files with no reference, and why.
 NO_REFERENCE = {

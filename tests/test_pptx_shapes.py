@@ -80,7 +80,8 @@ def _blocks(a: dict[str, Any], page: int) -> list[dict[str, Any]]:
 def test_chart_block_has_its_type_and_cached_values() -> None:
     a = run(_deck())
     chart = next(b for b in _blocks(a, 1) if "chart" in b.get("attrs", {}))
-    assert chart["text"] == "Quarterly results\nRevenue | Cost\nQ1 | Q2 | Q3"
+    # the value axis prints 0..16 by 2 (LibreOffice's scale of 8..15 on a 4-inch-high frame)
+    assert chart["text"] == "Quarterly results\n0 | 2 | 4 | 6 | 8 | 10 | 12 | 14 | 16\nRevenue | Cost\nQ1 | Q2 | Q3"
     assert chart["attrs"]["chart"] == "line"
     assert chart["attrs"]["table"] == {
         "columns": ["", "Revenue", "Cost"],
@@ -204,3 +205,54 @@ def test_corpus_charts_and_pictures(corpus: Path) -> None:
     assert "A cartoon duck holding a paper AI-generated content may be incorrect." in alts
     sample = run((corpus / "pptx/docling-powerpoint-sample.pptx").read_bytes())
     assert any(b["text"].startswith("1. ") for b in sample["blocks"])  # buAutoNum arabicPeriod
+
+
+def _inherited_numbering_deck(layout_style: bool) -> bytes:
+    """A body placeholder and a text box, the master's body style numbering level 1 ("1.", "2.") and, when
+    ``layout_style``, the layout's placeholder numbering it "a)" instead (the nearer style wins)."""
+    prs = Presentation()
+    layout = prs.slide_layouts[1]  # Title and Content
+    slide = prs.slides.add_slide(layout)
+    slide.shapes.title.text = "Plan"
+    body = slide.placeholders[1].text_frame
+    body.text = "first"
+    for text in ("second", "third"):
+        body.add_paragraph().text = text
+    box = slide.shapes.add_textbox(Inches(1), Inches(5), Inches(4), Inches(1)).text_frame
+    box.text = "not numbered"
+    box.add_paragraph().text = "by the master"
+    lvl1 = prs.slide_master.element.find(f"{{{P_NS}}}txStyles/{{{P_NS}}}bodyStyle/{{{A_NS}}}lvl1pPr")
+    for el in [c for c in lvl1 if c.tag.rsplit("}", 1)[1].startswith("bu") and c.tag.endswith(("Char", "None"))]:
+        lvl1.remove(el)
+    lvl1.append(lvl1.makeelement(f"{{{A_NS}}}buAutoNum", {"type": "arabicPeriod"}))
+    if layout_style:
+        lst = layout.placeholders[1]._element.txBody.find(f"{{{A_NS}}}lstStyle")
+        ppr = lst.makeelement(f"{{{A_NS}}}lvl1pPr", {})
+        ppr.append(ppr.makeelement(f"{{{A_NS}}}buAutoNum", {"type": "alphaLcParenR"}))
+        lst.append(ppr)
+    buf = io.BytesIO()
+    prs.save(buf)
+    return buf.getvalue()
+
+
+def test_numbering_inherited_from_master_and_layout() -> None:
+    a = run(_inherited_numbering_deck(layout_style=False))
+    texts = [b["text"] for b in _blocks(a, 1)]
+    assert texts == ["Plan", "1. first\n2. second\n3. third", "not numbered\nby the master"]
+    b = run(_inherited_numbering_deck(layout_style=True))
+    assert [x["text"] for x in _blocks(b, 1)][1] == "a) first\nb) second\nc) third"
+    # a paragraph's own bullet wins over the inherited number (buNone: no number, and it restarts the level)
+    data = _inherited_numbering_deck(layout_style=False)
+    xml = slide_xml(data, 1).replace("<a:p><a:r><a:t>second", "<a:p><a:pPr><a:buNone/></a:pPr><a:r><a:t>second", 1)
+    c = run(replace_part(data, "ppt/slides/slide1.xml", xml.encode()))
+    assert [x["text"] for x in _blocks(c, 1)][1] == "1. first\nsecond\n1. third"
+
+
+def test_broken_layout_loses_only_its_numbers() -> None:
+    data = _inherited_numbering_deck(layout_style=True)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        layout = next(n for n in zf.namelist() if n.endswith("slideLayout2.xml"))
+    a = run(replace_part(data, layout, b"<p:sldLayout"))  # not well-formed: the slide is read without it
+    # the layout's "a)" is lost, the master (still related through the layout's rels) numbers the body
+    assert [b["text"] for b in _blocks(a, 1)][1] == "1. first\n2. second\n3. third"
+    assert a["coverage"]["failed"] == []

@@ -20,6 +20,7 @@ def test_chartsheet_chart_is_a_block(corpus: Path) -> None:
         "Wild Duck Observations by Year",
         "Year",
         "Number of Ducks",
+        "0 | 20 | 40 | 60 | 80 | 100 | 120 | 140 | 160 | 180 | 200",  # the value axis's computed ticks
         "Freshwater Ducks | Saltwater Ducks",
         "2019 | 2020 | 2021 | 2022 | 2023 | 2024",
     ]

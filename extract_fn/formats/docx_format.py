@@ -18,7 +18,9 @@ Blocks, in reading order:
    - a table: one ``paragraph`` block whose text is the rows (cells joined with `` | ``, rows with newlines) and
      ``attrs.table`` = ``{"columns": first row, "rows": the other rows}``, every row as wide as the table's grid.
      A cell merged into the one before it (the ``gridSpan`` columns past the first, or a ``vMerge`` continuation)
-     is ``null``: merged text is never repeated. A nested table's text is part of its cell's text;
+     is ``null``: merged text is never repeated. A nested table's text is part of its cell's text; the drawings in
+     its cells (pictures, charts, diagrams, any depth) follow the table's block as blocks of their own, each with
+     ``attrs.cell`` = ``[row, column]`` (0-based in the grid, row 0 is ``columns``);
    - right after the paragraph they are anchored in: the text of its text boxes and DrawingML shapes
      (``w:txbxContent``) as blocks with ``attrs.textbox = true``; its charts (``ooxml_chart``: ``attrs.chart``,
      ``attrs.table``); its SmartArt diagrams (the data part's text, ``attrs.diagram = true``); its pictures (a block
@@ -297,6 +299,7 @@ class Drawing:
     rid: str | None = None
     alt: str = ""
     name: str = ""
+    size: tuple[int, int] | None = None  # wp:extent (EMU) of a chart: the room its axes have for labels
 
 
 @dataclass
@@ -323,13 +326,24 @@ NOTE_SENTINEL = "\x00"  # where a note reference stands in a paragraph's text (X
 _SIMPLE_INLINE = {"tab": "\t", "ptab": "\t", "noBreakHyphen": "-", "softHyphen": ""}
 
 
+def _extent(el: Any) -> tuple[int, int] | None:
+    """The ``wp:extent`` (cx, cy in EMU) of the ``wp:inline``/``wp:anchor`` holding a graphic."""
+    for up in el.iterancestors():
+        if local(up.tag) in ("inline", "anchor"):
+            ext = _child(up, "extent")
+            cx, cy = (ext.get("cx") or "", ext.get("cy") or "") if ext is not None else ("", "")
+            return (int(cx), int(cy)) if cx.isdigit() and cy.isdigit() else None
+    return None
+
+
 def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
     """Record a drawing element; True when it is consumed (not to be walked into)."""
     if name == "graphicData":
         kind = graphic_kind(el)
         if kind == "chart":
             chart = find_local(el, "chart")
-            inline.drawings.append(Drawing("chart", r_attr(chart, "id") if chart is not None else None, alt))
+            rid = r_attr(chart, "id") if chart is not None else None
+            inline.drawings.append(Drawing("chart", rid, alt, size=_extent(el)))
             return True
         if kind == "diagram":
             ids = find_local(el, "relIds")
@@ -489,6 +503,8 @@ class _Doc:
         self.pictures = 0  # pictures placed whose pixels were not read (OCR off, refused, not a raster)
         self.ocr = PictureReader(zf, limits)  # OCR of the pictures (extract_fn.ocr.pictures)
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
+        self.in_cells: list[tuple[Drawing, int, int]] = []  # drawings of the table being read, with their cell
+        self.cell = (0, 0)  # the top-level cell being read (row, column of the table's grid)
         self.note_formats = dict(NOTE_FORMATS)
         self.marks: dict[tuple[str, str], str] = {}  # (footnote|endnote, id) -> its mark, in citation order
         self.rels: dict[str, str] = {}  # relationship id -> member, of the part being read
@@ -505,6 +521,8 @@ class _Doc:
             row: list[str | None] = [None] * _grid_skip(tr, "gridBefore")
             for tc in _children_through(tr, T_TC):
                 span, cont = _span(tc)
+                if depth == 0:
+                    self.cell = (len(rows), len(row))
                 text = None if cont else self.cell_text(tc, depth)
                 row.append(text)
                 row.extend([None] * (span - 1))
@@ -537,8 +555,7 @@ class _Doc:
                         bt = _clean(_inline(bp).text)
                         if bt:
                             parts.append(bt)
-            for d in inline.drawings:
-                self.count_drawing(d)
+            self.in_cells.extend((d, *self.cell) for d in inline.drawings)  # blocks after the table's
         return "\n".join(parts)
 
     # -- note marks
@@ -642,9 +659,16 @@ class _Doc:
             self.drawing(d, base)
 
     def table(self, tbl: Any, base: dict[str, Any] | None) -> None:
+        """The table's block, then each drawing in its cells (a picture's alt text, a chart, a diagram) as a block
+        of its own, as a paragraph's drawings follow it, with ``attrs.cell`` = ``[row, column]`` of the grid
+        (0-based; row 0 is ``attrs.table.columns``)."""
+        self.in_cells = []
         rows = self.table_rows(tbl)
+        found, self.in_cells = self.in_cells, []
         if rows and any(any(c for c in r) for r in rows):
             self.add("paragraph", _table_text(rows), {**(base or {}), **_table_attrs(rows)})
+        for d, row, col in found:
+            self.drawing(d, {**(base or {}), "cell": [row, col]})
 
     def container(self, container: Any, base: dict[str, Any] | None) -> bool:
         """The blocks of a body, header, footer, note or text box. True when the output budget cut it."""
@@ -696,6 +720,8 @@ class _Doc:
             except ChartUnreadable as exc:
                 self.builder.fail(unit, str(exc))
                 return
+            if d.size:
+                chart = chart.sized(*d.size)
             self.add("paragraph", chart.text(), {**(base or {}), **chart.attrs()})
         else:
             try:

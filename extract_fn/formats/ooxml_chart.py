@@ -9,12 +9,16 @@ A chart becomes one block (the caller adds it where the chart sits):
   ``tickLblPos none``) or data labels show them. A scatter or bubble chart's x values are numbers on a value axis,
   not labels: they are in ``attrs.table`` only. Whatever the text leaves out is in ``attrs.table``. A title
   element with no text of its own is shown by Office as the only series' name, or "Chart Title" when there are
-  several, and is read the same way; a chart with no title element has no title line. Axis tick labels are not
-  in the part (the drawing application computes them), so they are not in the text.
+  several, and is read the same way; a chart with no title element has no title line. Each value axis drawn
+  with labels adds a line of its tick labels after the axis titles (``chart_axes``: the part does not store them,
+  they are computed from the axis's scaling and number format; ``Chart.sized`` gives the drawing's size, which sets
+  how many ticks fit).
 - ``attrs.chart``: the chart type(s) of the plot area (``bar``, ``line``, ``pie``, ``scatter``, ... joined by
   ``+`` for a combination chart), ``attrs.table``: the cached values as ``{"columns": [category label, series
   names...], "rows": [[category, value, ...], ...]}`` like a DOCX table block's, every value the cached text as
-  the part spells it (``null`` where a series has no point). A scatter or bubble chart's categories are its x values.
+  the part spells it (``null`` where a series has no point); ``attrs.chart_axes`` each labelled value axis's
+  position, scale (``computed``: automatic, not stated) and labels. A scatter or bubble chart's categories are its
+  x values.
 
 A chart part holds the last values the authoring application computed (``numCache``/``strCache``); a chart with no
 cached values (only references into a workbook) cannot be read without recomputing it: ``ChartUnreadable``, which
@@ -24,21 +28,18 @@ the caller records as a failed unit with its reason.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from extract_fn.formats.chart_axes import AxisSpec, axis_labels, axis_specs, labels_drawn
+from extract_fn.formats.chart_number_format import EPOCH_1900, EPOCH_1904, format_date, is_date_format
 from extract_fn.formats.ooxml_text import local
 from extract_fn.formats.safe_xml import DtdRefused
 from shared.contract import ErrorCode, ExtractionError
 
 MAX_POINTS = 100_000  # points kept per series (a bigger cache is cut, with the text still whole)
 DEFAULT_TITLE = "Chart Title"
-EPOCH_1900 = dt.date(1899, 12, 30)  # serial day 0 as Excel counts (its 1900 leap-year bug folded in past day 60)
-EPOCH_1904 = dt.date(1904, 1, 1)  # c:date1904 (a Mac workbook's date system)
-_DATE_TOKEN = re.compile(r"yyyy|yy|mmmm|mmm|mm|m|dddd|ddd|dd|d", re.IGNORECASE)
-_QUOTED = re.compile(r'"[^"]*"|\\.|\[[^\]]*\]')
 
 
 class ChartUnreadable(Exception):
@@ -63,6 +64,19 @@ class Chart:
     series: list[_Series]
     show_series: bool = True  # the chart prints its series names (a legend, or data labels naming them)
     show_categories: bool = True  # the chart prints its category labels (an axis's labels, a pie's legend)
+    axes: list[AxisSpec] = field(default_factory=list)  # the value axes that print labels
+    size: tuple[float, float] | None = None  # the drawing's width and height in points, when the caller knows it
+
+    def sized(self, width_emu: int | None, height_emu: int | None) -> Chart:
+        """The chart as drawn at a size in EMU (12700 a point): the size sets how many ticks its axes have room for."""
+        if not width_emu or not height_emu or width_emu <= 0 or height_emu <= 0:
+            return self
+        return replace(self, size=(width_emu / 12700, height_emu / 12700))
+
+    @property
+    def value_axes(self) -> list[dict[str, Any]]:
+        """Each value axis that prints labels: position, scale and its tick labels (``chart_axes``)."""
+        return [axis_labels(spec, self.size) for spec in self.axes]
 
     @property
     def categories(self) -> list[str]:
@@ -75,6 +89,8 @@ class Chart:
         if self.title:
             lines.append(self.title)
         lines.extend(self.axis_titles)
+        for ax in self.value_axes:
+            lines.extend(x for x in (" | ".join(ax["labels"]), ax.get("unit_label", "")) if x)
         names = " | ".join(s.name for s in self.series if s.name) if self.show_series else ""
         if names and names != self.title:  # a one-series chart's title is often its series' name
             lines.append(names)
@@ -91,7 +107,10 @@ class Chart:
         return {"columns": columns, "rows": rows}
 
     def attrs(self) -> dict[str, Any]:
-        return {"chart": "+".join(self.kinds) or "unknown", "table": self.table()}
+        out: dict[str, Any] = {"chart": "+".join(self.kinds) or "unknown", "table": self.table()}
+        if self.axes:
+            out["chart_axes"] = self.value_axes
+        return out
 
 
 def _children(el: Any, name: str) -> list[Any]:
@@ -125,8 +144,8 @@ def _cache_values(el: Any, epoch: dt.date = EPOCH_1900) -> dict[int, str]:
         if name in ("strCache", "numCache", "strLit", "numLit"):
             _points(cache, out)
             code = _child(cache, "formatCode")
-            if code is not None and code.text and _is_date_format(code.text):
-                out = {i: _format_date(v, code.text, epoch) for i, v in out.items()}
+            if code is not None and code.text and is_date_format(code.text):
+                out = {i: format_date(v, code.text, epoch) for i, v in out.items()}
             return out
         if name == "multiLvlStrCache":
             for lvl in _children(cache, "lvl"):
@@ -200,7 +219,8 @@ def read_chart(root: Any) -> Chart:
     pie = bool(kinds) and all(k in PIE_KINDS for k in kinds)
     show_series = (legend and not pie) or _labels_show(plot, "showSerName")
     show_categories = (legend if pie else _category_axis_shown(plot)) or _labels_show(plot, "showCatName")
-    return Chart(kinds, title, axis_titles, series, show_series, show_categories)
+    axes = axis_specs(root, plot, epoch, MAX_POINTS)
+    return Chart(kinds, title, axis_titles, series, show_series, show_categories, axes)
 
 
 def _labels_show(plot: Any, flag: str) -> bool:
@@ -210,16 +230,7 @@ def _labels_show(plot: Any, flag: str) -> bool:
 
 def _category_axis_shown(plot: Any) -> bool:
     """Whether a category or date axis is drawn with its labels (not deleted, labels not ``none``)."""
-    for ax in plot:
-        if local(ax.tag) not in ("catAx", "dateAx"):
-            continue
-        deleted = _child(ax, "delete")
-        labels = _child(ax, "tickLblPos")
-        if (deleted is None or deleted.get("val") in ("0", "false")) and (
-            labels is None or labels.get("val") != "none"
-        ):
-            return True
-    return False
+    return any(local(ax.tag) in ("catAx", "dateAx") and labels_drawn(ax) for ax in plot)
 
 
 def _title(chart: Any, series: list[_Series]) -> str | None:
@@ -232,34 +243,6 @@ def _title(chart: Any, series: list[_Series]) -> str | None:
     if len(series) == 1 and series[0].name:
         return series[0].name
     return DEFAULT_TITLE
-
-
-def _is_date_format(code: str) -> bool:
-    bare = _QUOTED.sub("", code).lower()
-    return "general" not in bare and bool(re.search(r"[dy]", bare))
-
-
-def _format_date(value: str, code: str, epoch: dt.date = EPOCH_1900) -> str:
-    """A serial day number shown with a number format's date parts (``m/d/yy`` -> ``1/5/02``); else as cached."""
-    try:
-        serial = float(value)
-        day = epoch + dt.timedelta(days=int(serial))
-    except (ValueError, OverflowError):
-        return value
-    parts = {
-        "yyyy": f"{day.year:04d}",
-        "yy": f"{day.year % 100:02d}",
-        "mmmm": day.strftime("%B"),
-        "mmm": day.strftime("%b"),
-        "mm": f"{day.month:02d}",
-        "m": str(day.month),
-        "dddd": day.strftime("%A"),
-        "ddd": day.strftime("%a"),
-        "dd": f"{day.day:02d}",
-        "d": str(day.day),
-    }
-    fmt = _QUOTED.sub(lambda m: m.group().strip('"[]').lstrip("\\"), code.split(";", 1)[0])
-    return _DATE_TOKEN.sub(lambda m: parts[m.group().lower()], fmt)
 
 
 class ChartCache:

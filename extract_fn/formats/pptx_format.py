@@ -101,6 +101,12 @@ def _child(el: Any, name: str) -> Any:
     return None
 
 
+def _emu(el: Any, name: str) -> int | None:
+    """An EMU length attribute (``cx``, ``cy``), None when absent or not a number."""
+    v = el.get(name) if el is not None else None
+    return int(v) if v is not None and v.isdigit() else None
+
+
 def _find(el: Any, *path: str) -> Any:
     cur = el
     for name in path:
@@ -110,10 +116,12 @@ def _find(el: Any, *path: str) -> Any:
     return cur
 
 
-def _paragraphs(txbody: Any) -> list[str]:
-    """The paragraphs of a text body, each led by its automatic number when it has one (``a:buAutoNum``)."""
+def _paragraphs(txbody: Any, styles: list[Any] | None = None) -> list[str]:
+    """The paragraphs of a text body, each led by its automatic number when it has one (``a:buAutoNum``, its own
+    or inherited from ``styles``, the list styles above its own ``a:lstStyle``, nearest first)."""
     out: list[str] = []
-    numbers = AutoNumbers()
+    own = next((c for c in txbody if local(c.tag) == "lstStyle"), None)
+    numbers = AutoNumbers(([own] if own is not None else []) + (styles or []))
     for p in txbody:
         if p.tag not in T_A_P:
             continue
@@ -131,22 +139,47 @@ def _paragraphs(txbody: Any) -> list[str]:
     return out
 
 
-def _text_frame(shape: Any) -> str:
+def _text_frame(shape: Any, styles: list[Any] | None = None) -> str:
     body = next((c for c in shape if c.tag in T_TXBODY), None)
     if body is None:
         return ""
-    return "\n".join(p for p in _paragraphs(body) if p)
+    return "\n".join(p for p in _paragraphs(body, styles) if p)
+
+
+def _ph(shape: Any) -> Any:
+    nv = next((c for c in shape if local(c.tag).startswith("nv")), None)
+    return _find(nv, "nvPr", "ph") if nv is not None else None
+
+
+def _matching(root: Any, ph: Any, by_idx: bool) -> Any:
+    """The placeholder shape of a layout or master matching ``ph``: by ``idx`` (layouts), else by type."""
+    tree = _find(root, "cSld", "spTree") if root is not None else None
+    kind = ph.get("type") or "body"
+    found = None
+    for el in tree.iter() if tree is not None else ():
+        other = _ph(el) if local(el.tag) == "sp" else None
+        if other is None:
+            continue
+        if by_idx and ph.get("idx") is not None and other.get("idx") == ph.get("idx"):
+            return el
+        if found is None and (other.get("type") or "body") == kind:
+            found = el
+    return found
+
+
+def _list_style(shape: Any) -> Any:
+    body = next((c for c in shape if c.tag in T_TXBODY), None) if shape is not None else None
+    return next((c for c in body if local(c.tag) == "lstStyle"), None) if body is not None else None
+
+
+_MASTER_STYLE = {"title": "titleStyle", "ctrTitle": "titleStyle", "dt": "otherStyle", "ftr": "otherStyle",
+                 "sldNum": "otherStyle", "hdr": "otherStyle"}  # fmt: skip
 
 
 def _placeholder(shape: Any) -> str | None:
     """The placeholder type of a shape ('body' for a typeless one), or None."""
-    nv = next((c for c in shape if local(c.tag).startswith("nv")), None)
-    if nv is None:
-        return None
-    ph = _find(nv, "nvPr", "ph")
-    if ph is None:
-        return None
-    return ph.get("type") or "body"
+    ph = _ph(shape)
+    return None if ph is None else ph.get("type") or "body"
 
 
 def _table(tbl: Any) -> list[list[str | None]]:
@@ -192,12 +225,43 @@ class _Deck:
         self.pictures = 0  # pictures placed whose pixels were not read (OCR off or refused, ink, not a raster)
         self.ocr = PictureReader(zf, limits)  # OCR of picture shapes (extract_fn.ocr.pictures)
         self.charts = ChartCache()
+        self.parts: dict[str, Any] = {}  # layouts and masters, each parsed once
+        self.layout: Any = None  # the slide being read's layout and master roots
+        self.master: Any = None
+
+    def template(self, part: str, rtype: str) -> tuple[str, Any] | tuple[None, None]:
+        """The part ``part`` relates to by ``rtype`` (a slide's layout, a layout's master), parsed once."""
+        target = next((t for _rid, kind, t in read_rels(self.zf, part, KIND) if kind == rtype), None)
+        if target is None or not has_member(self.zf, target):
+            return None, None
+        if target not in self.parts:
+            try:
+                self.parts[target] = parse_part(self.zf, target, KIND)
+            except DtdRefused:
+                raise
+            except ExtractionError as exc:  # a broken layout or master only loses what it would number
+                if exc.code == ErrorCode.RESOURCE_LIMIT:
+                    raise
+                self.parts[target] = None
+        return target, self.parts[target]
+
+    def placeholder_styles(self, shape: Any) -> list[Any]:
+        """The list styles a placeholder inherits from its layout and master (see ``pptx_numbering``)."""
+        ph = _ph(shape)
+        if ph is None:
+            return []
+        styles = [_list_style(_matching(self.layout, ph, True)), _list_style(_matching(self.master, ph, False))]
+        tx = _find(self.master, "txStyles") if self.master is not None else None
+        styles.append(_child(tx, _MASTER_STYLE.get(ph.get("type") or "body", "bodyStyle")) if tx is not None else None)
+        return [s for s in styles if s is not None]
 
     def slide(self, number: int, part: str, hidden_hint: bool) -> None:
         b = self.builder
         root = parse_part(self.zf, part, KIND)
         hidden = hidden_hint or root.get("show") in ("0", "false")
         rels = {rid: (rtype, target) for rid, rtype, target in read_rels(self.zf, part, KIND)}
+        layout_part, self.layout = self.template(part, "slideLayout")
+        self.master = self.template(layout_part, "slideMaster")[1] if layout_part is not None else None
         tree = _find(root, "cSld", "spTree")
         loc = make_locator(page_start=number, page_end=number)
         base_attrs: dict[str, Any] = {"hidden": True} if hidden else {}
@@ -255,7 +319,7 @@ class _Deck:
         name = local(shape.tag)
         if name in ("sp", "cxnSp"):
             ph = _placeholder(shape)
-            text = _text_frame(shape)
+            text = _text_frame(shape, self.placeholder_styles(shape) if ph else None)
             if ph in ("title", "ctrTitle"):
                 return "title", text, {}
             attrs: dict[str, Any] = {"placeholder": ph} if ph else {}
@@ -289,6 +353,8 @@ class _Deck:
                 read = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
             except ChartUnreadable as exc:
                 raise ExtractionError(ErrorCode.CORRUPT, str(exc)) from None
+            ext = _find(shape, "xfrm", "ext")  # p:xfrm a:ext: the frame's size sets the axes' room for labels
+            read = read.sized(_emu(ext, "cx"), _emu(ext, "cy"))
             return "chart", read.text(), read.attrs()
         if kind == "diagram":
             ids = next((c for c in data if local(c.tag) == "relIds"), None)

@@ -2,8 +2,12 @@
 
 A paragraph with ``a:buAutoNum`` at level L (``a:pPr/@lvl``) takes the next number of level L in its text body
 (from ``startAt``, 1 by default) and restarts the levels below it; a paragraph at level L without one restarts
-level L and the levels below. Only numbers set on the slide's own paragraphs are read (a layout's or master's list
-style that numbers a placeholder is not followed); bullet characters are not text and are left out.
+level L and the levels below. A paragraph that sets no bullet of its own (``a:buAutoNum``, ``a:buChar``,
+``a:buBlip``, ``a:buNone``) takes the first one its level (``a:lvl{L+1}pPr``) gets from the list styles it
+inherits, nearest first: its text body's ``a:lstStyle``, then for a placeholder the matching layout placeholder's,
+the matching master placeholder's, and the master's ``p:txStyles`` (``titleStyle`` for titles, ``otherStyle`` for
+date, footer, slide number and header, ``bodyStyle`` for the rest). A text box or shape that is no placeholder
+inherits its own ``a:lstStyle`` only. Bullet characters are not text and are left out.
 """
 
 from __future__ import annotations
@@ -40,18 +44,40 @@ def auto_number(scheme: str, n: int) -> str:
     return f"{n}."
 
 
-class AutoNumbers:
-    """The running numbers of one text body."""
+BULLETS = frozenset({"buAutoNum", "buChar", "buBlip", "buNone"})
 
-    def __init__(self) -> None:
+
+def _bullet(ppr: Any | None) -> Any | None:
+    """The bullet element a paragraph properties element sets, or None when it sets none."""
+    return next((c for c in ppr if local(c.tag) in BULLETS), None) if ppr is not None else None
+
+
+def inherited_bullet(styles: list[Any], level: int) -> Any | None:
+    """The first bullet the list styles (``a:lstStyle``, ``p:bodyStyle``..., nearest first) give ``level``."""
+    want = f"lvl{level + 1}pPr"
+    for style in styles:
+        ppr = next((c for c in style if local(c.tag) == want), None)
+        if (bullet := _bullet(ppr)) is not None:
+            return bullet
+    return None
+
+
+class AutoNumbers:
+    """The running numbers of one text body (``styles``: the list styles it inherits, nearest first)."""
+
+    def __init__(self, styles: list[Any] | None = None) -> None:
         self.counts: dict[int, int] = {}
+        self.styles = styles or []
 
     def label(self, ppr: Any | None) -> str:
         try:
             level = int(ppr.get("lvl") or "0") if ppr is not None else 0
         except ValueError:
             level = 0
-        auto = next((c for c in ppr if local(c.tag) == "buAutoNum"), None) if ppr is not None else None
+        bullet = _bullet(ppr)
+        if bullet is None:
+            bullet = inherited_bullet(self.styles, level)
+        auto = bullet if bullet is not None and local(bullet.tag) == "buAutoNum" else None
         for deeper in [k for k in self.counts if k > level or (auto is None and k == level)]:
             del self.counts[deeper]
         if auto is None:

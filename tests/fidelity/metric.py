@@ -25,6 +25,11 @@ Ours, from the artifact the extractor returns (in process, default options):
 LibreOffice prints neither comments nor speaker notes: the words of comment blocks (DOCX ``attrs.part ==
 "comment"``, a PPTX ``attrs.comment``) and of speaker-notes blocks (PPTX ``attrs.notes``) stay out of precision
 (they stay in the artifact, and in recall's numerator, where they can only match words that are printed).
+
+pdftotext reads a page's text layer, never its pictures: the words the extractor read by OCR from a picture (blocks
+with ``attrs.ocr`` in a DOCX or PPTX file, or on a PDF page that also has text-layer blocks) are a person's to see
+but not the reference's, so they stay out of precision the same way. A scanned PDF page (every block of the page read
+by OCR) is read by Tesseract in the reference too, and its words count in full.
 """
 
 from __future__ import annotations
@@ -153,6 +158,22 @@ def _unprinted(block: dict[str, Any]) -> bool:
     return attrs.get("part") == "comment" or bool(attrs.get("comment")) or bool(attrs.get("notes"))
 
 
+def _page(block: dict[str, Any]) -> int:
+    return int((block.get("locator") or {}).get("page_start") or 0)
+
+
+def _text_layer_pages(artifact: dict[str, Any]) -> set[int]:
+    """The pages (PDF) holding a block not read by OCR."""
+    return {_page(b) for b in artifact["blocks"] if "ocr" not in (b.get("attrs") or {})}
+
+
+def _picture_ocr(block: dict[str, Any], artifact: dict[str, Any], text_pages: set[int]) -> bool:
+    """A block read by OCR from a picture the reference does not read (see the module's docstring)."""
+    if "ocr" not in (block.get("attrs") or {}):
+        return False
+    return artifact.get("format") != "pdf" or _page(block) in text_pages
+
+
 def _shown_names(columns: list[dict[str, Any]]) -> list[str | None]:
     """Column names as the header row showed them; None for a name the extractor made up."""
     out: list[str | None] = []
@@ -204,6 +225,7 @@ def artifact_words(artifact: dict[str, Any]) -> Ours:
     every: Counter[str] = Counter()
     unprinted: Counter[str] = Counter()
     headers_done: set[str] = set()
+    text_pages = _text_layer_pages(artifact)
     for block in artifact["blocks"]:
         attrs = block.get("attrs") or {}
         table_id = attrs.get("table_id")
@@ -211,7 +233,7 @@ def artifact_words(artifact: dict[str, Any]) -> Ours:
         if table is None:
             got = words(block["text"])
             every += got
-            if _unprinted(block):
+            if _unprinted(block) or _picture_ocr(block, artifact, text_pages):
                 unprinted += got
             continue
         names = _shown_names(table["columns"])
