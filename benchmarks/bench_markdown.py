@@ -100,7 +100,7 @@ def main() -> None:
 
     def walk() -> None:
         builder = ArtifactBuilder("markdown", parser="p", parser_version="v", unit="lines")
-        mf._Walker(builder, LineIndex(text), OutputBudget(request.max_output_bytes), {}).walk(events)
+        mf._Walker(builder, LineIndex(text), OutputBudget(request.max_output_bytes), {}, request.limits).walk(events)
 
     with gc_policy(GcPolicy.PAUSE):
         t_extract = best_cpu(lambda: mf.extract(data, request), runs)

@@ -17,6 +17,7 @@ import pytest
 
 from extract_fn.formats import toml_format
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.limits import LIMITS
 from shared.artifact import validate_artifact
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -570,7 +571,7 @@ def test_toml_rs_reads_what_tomllib_reads(corpus: Path) -> None:
             text, _bom = toml_format.decode_toml(data, None)
         except ExtractionError:
             continue
-        if not toml_format._rs_safe(text):
+        if not toml_format._rs_safe(text, LIMITS.toml_rs_max_depth):
             continue
         try:
             want: Any = tomllib.loads(text)

@@ -65,7 +65,7 @@ import pypdfium2.raw as R
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_text import SizedBuilder
 from extract_fn.formats.pdf_streams import check_streams
-from extract_fn.limits import LIMITS
+from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_OCR, ErrorCode, ExtractionError
 
@@ -206,7 +206,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
             if used > budget:
                 pages.append(PageResult(index + 1, status="cut"))
                 continue
-            result = _read_page(pdf, index)
+            result = _read_page(pdf, index, limits)
             used += _estimate(result)
             pages.append(result)
         _emit(builder, pages, outline, budget)
@@ -276,7 +276,7 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 # One page
 
 
-def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
+def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits) -> PageResult:
     result = PageResult(index + 1)
     try:
         page = pdf[index]
@@ -294,14 +294,14 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> PageResult:
         n = R.FPDFText_CountChars(raw)
         text = _page_text(raw, n) if n > 0 else ""
         if not text.strip():
-            if _has_image(page.raw):
+            if _has_image(page.raw, limits.pdf_max_form_depth):
                 result.status = "scanned"
             return result
         rotation = page.get_rotation() % 360
         try:
             segs = _segments(raw, text, rotation)
             if segs:
-                result.items = _layout_page(page.raw, raw, segs, rotation)
+                result.items = _layout_page(page.raw, raw, segs, rotation, limits)
         except (ValueError, OverflowError, ZeroDivisionError, IndexError):
             # geometry pdfium reports for a broken page (NaN or infinite positions...): keep its text, in
             # pdfium's order, one paragraph per line
@@ -333,7 +333,7 @@ def _page_text(raw: Any, n: int) -> str:
     return "".join(chars)
 
 
-def _has_image(page_raw: Any) -> bool:
+def _has_image(page_raw: Any, max_form_depth: int) -> bool:
     stack: list[tuple[Any, int, bool]] = [(page_raw, 0, False)]
     while stack:
         holder, depth, is_form = stack.pop()
@@ -345,7 +345,7 @@ def _has_image(page_raw: Any) -> bool:
             kind = R.FPDFPageObj_GetType(obj)
             if kind == R.FPDF_PAGEOBJ_IMAGE:
                 return True
-            if kind == R.FPDF_PAGEOBJ_FORM and depth < LIMITS.pdf_max_form_depth:
+            if kind == R.FPDF_PAGEOBJ_FORM and depth < max_form_depth:
                 stack.append((obj, depth + 1, True))
     return False
 
@@ -629,7 +629,7 @@ def _seg_with_ends(*args: Any) -> Seg:
 # -- layout -----------------------------------------------------------------------------------------------------
 
 
-def _layout_page(page_raw: Any, raw: Any, segs: list[Seg], rotation: int) -> list[Para | TableItem]:
+def _layout_page(page_raw: Any, raw: Any, segs: list[Seg], rotation: int, limits: Limits) -> list[Para | TableItem]:
     by_frame: dict[int, list[Seg]] = {}
     for seg in segs:
         by_frame.setdefault(seg.frame, []).append(seg)
@@ -644,12 +644,14 @@ def _layout_page(page_raw: Any, raw: Any, segs: list[Seg], rotation: int) -> lis
         tables: list[TableItem] = []
         if frame in (0, 90, 180, 270) and len(fsegs) >= 4:
             if edges_user is None:
-                edges_user = _ruling_edges(page_raw)
+                edges_user = _ruling_edges(page_raw, limits)
             if edges_user[0]:
                 if text is None:
                     n = R.FPDFText_CountChars(raw)
                     text = _page_text(raw, n)
-                fsegs, ruled = _ruled_tables(raw, text, fsegs, edges_user, frame)
+                fsegs, ruled = _ruled_tables(
+                    raw, text, fsegs, edges_user, frame, max_table_cells=limits.pdf_max_table_cells
+                )
                 tables.extend(ruled)
         if len(fsegs) >= 6:
             fsegs, aligned = _aligned_tables(fsegs)
@@ -941,7 +943,7 @@ def _mul(m1: tuple[float, ...], m2: tuple[float, ...]) -> tuple[float, ...]:
     )
 
 
-def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
+def _ruling_edges(page_raw: Any, limits: Limits) -> tuple[list[Edge], list[Edge]]:
     """Horizontal and vertical line pieces drawn on the page (user space)."""
     hs: list[Edge] = []
     vs: list[Edge] = []
@@ -951,8 +953,8 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
     fill = ctypes.c_int()
     stroke = ctypes.c_int()
     px, py = ctypes.c_float(), ctypes.c_float()
-    budget_objects = LIMITS.pdf_max_path_objects
-    budget_segments = LIMITS.pdf_max_path_segments
+    budget_objects = limits.pdf_max_path_objects
+    budget_segments = limits.pdf_max_path_segments
     stack: list[tuple[Any, tuple[float, ...], int, bool]] = [(page_raw, identity, 0, False)]
     while stack:
         holder, ctm, depth, is_form = stack.pop()
@@ -963,7 +965,7 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
                 continue
             kind = R.FPDFPageObj_GetType(obj)
             if kind == R.FPDF_PAGEOBJ_FORM:
-                if depth < LIMITS.pdf_max_form_depth and R.FPDFPageObj_GetMatrix(obj, fm):
+                if depth < limits.pdf_max_form_depth and R.FPDFPageObj_GetMatrix(obj, fm):
                     stack.append((obj, _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm), depth + 1, True))
                 continue
             if kind != R.FPDF_PAGEOBJ_PATH:
@@ -1085,7 +1087,13 @@ def _cluster(values: list[float], tol: float) -> list[float]:
 
 
 def _ruled_tables(
-    raw: Any, text: str, segs: list[Seg], edges_user: tuple[list[Edge], list[Edge]], frame: int
+    raw: Any,
+    text: str,
+    segs: list[Seg],
+    edges_user: tuple[list[Edge], list[Edge]],
+    frame: int,
+    *,
+    max_table_cells: int,
 ) -> tuple[list[Seg], list[TableItem]]:
     hs, vs = _edges_in_frame(edges_user[0], edges_user[1], frame)
     hs = [e for e in _merge_edges(hs) if e[2] - e[1] >= 4.0]
@@ -1131,7 +1139,7 @@ def _ruled_tables(
         xs = _cluster([e[0] for e in cv], 2.0)
         if len(ys) < 3 and len(xs) < 3:
             continue  # a single box: a frame around text, not a table
-        if (len(ys) - 1) * (len(xs) - 1) > LIMITS.pdf_max_table_cells:
+        if (len(ys) - 1) * (len(xs) - 1) > max_table_cells:
             continue
         bx0, bx1 = xs[0], xs[-1]
         by0, by1 = ys[0], ys[-1]

@@ -32,7 +32,7 @@ from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
-from extract_fn.limits import LIMITS
+from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -181,9 +181,10 @@ def _chart_text(root: Any) -> str:
 
 
 class _Deck:
-    def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder) -> None:
+    def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder, limits: Limits) -> None:
         self.zf = zf
         self.builder = builder
+        self.limits = limits
 
     def slide(self, number: int, part: str, hidden_hint: bool) -> None:
         b = self.builder
@@ -198,8 +199,8 @@ class _Deck:
         failures: list[tuple[int, str]] = []
         if tree is not None:
             for n, shape, depth in _shapes(tree):
-                if depth > LIMITS.pptx_max_group_depth:
-                    failures.append((n, f"shape nested more than {LIMITS.pptx_max_group_depth} groups deep"))
+                if depth > self.limits.pptx_max_group_depth:
+                    failures.append((n, f"shape nested more than {self.limits.pptx_max_group_depth} groups deep"))
                     continue
                 try:
                     kind, text, attrs = self.shape(shape, rels)
@@ -344,7 +345,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
     builder.attrs["slides"] = len(order)
     budget = int(request.max_output_bytes * request.limits.output_share_paged)
-    deck = _Deck(zf, builder)
+    deck = _Deck(zf, builder, request.limits)
     extracted = 0
     cut = False
     for number, part in enumerate(order, start=1):

@@ -68,7 +68,6 @@ from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, GcPolicy, format_module
-from extract_fn.limits import LIMITS
 from extract_fn.text_decoding import decode_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_SQL_STRUCTURE, ErrorCode, ExtractionError
@@ -1507,6 +1506,7 @@ def _extract(
     parser = StatementParser(dialect)
     total = len(statements)
     extracted = 0
+    limits = request.limits
     parse_started = time.perf_counter()
     budget_hit_at: int | None = None  # index of the first statement not parsed for the time budget
     out_budget = max(0, request.max_output_bytes - request.limits.output_reserve_keyed)
@@ -1521,10 +1521,10 @@ def _extract(
         reason: str | None
         if budget_hit_at is not None:
             reason = None  # reported once for the whole run
-        elif len(sql) > LIMITS.sql_max_parse_chars:
-            reason = f"not parsed: {len(sql)} characters, over the {LIMITS.sql_max_parse_chars} a statement may have"
-        elif st.max_depth > LIMITS.sql_max_paren_depth:
-            reason = f"not parsed: parentheses nested {st.max_depth} deep, over {LIMITS.sql_max_paren_depth}"
+        elif len(sql) > limits.sql_max_parse_chars:
+            reason = f"not parsed: {len(sql)} characters, over the {limits.sql_max_parse_chars} a statement may have"
+        elif st.max_depth > limits.sql_max_paren_depth:
+            reason = f"not parsed: parentheses nested {st.max_depth} deep, over {limits.sql_max_paren_depth}"
         elif time.perf_counter() - parse_started > request.limits.sql_parse_budget_s:
             budget_hit_at = idx
             reason = None

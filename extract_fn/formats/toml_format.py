@@ -71,7 +71,7 @@ from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.limits import LIMITS
+from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, clean_str, cut_keys, cut_section_path
 from shared.contract import (
     INT64_MAX,
@@ -334,17 +334,17 @@ def nesting_bound(text: str) -> int | None:
     return deepest + 1  # a pair skipped whole may sit on the deepest
 
 
-def _rs_safe(text: str) -> bool:
+def _rs_safe(text: str, max_depth: int) -> bool:
     if text.startswith("\ufeff"):  # a second BOM: toml-rs skips one, TOML allows none here
         return False
-    if text.count("[") + text.count("{") <= LIMITS.toml_rs_max_depth:
+    if text.count("[") + text.count("{") <= max_depth:
         return True
     bound = nesting_bound(text)
-    return bound is not None and bound <= LIMITS.toml_rs_max_depth
+    return bound is not None and bound <= max_depth
 
 
-def _load(text: str) -> dict[str, Any]:
-    if toml_rs is not None and _rs_safe(text):
+def _load(text: str, limits: Limits) -> dict[str, Any]:
+    if toml_rs is not None and _rs_safe(text, limits.toml_rs_max_depth):
         try:
             return toml_rs.loads(text, toml_version="1.0.0")
         except Exception:  # noqa: S110 - tomllib decides every refusal and words its message
@@ -628,7 +628,7 @@ def _datetime_value(value: dt.datetime, offsets: dict[Any, tuple[int, str]]) -> 
 
 
 def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
-    doc = _load(text)
+    doc = _load(text, request.limits)
     builder = ArtifactBuilder(
         "toml", parser=PARSER, parser_version=PARSER_VERSION, unit="keys", options=request.options()
     )

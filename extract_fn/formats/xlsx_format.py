@@ -66,8 +66,7 @@ from extract_fn.formats.table_values import (
     value_text,
 )
 from extract_fn.formats.xlsx_extent import box_cells
-from extract_fn.formats.zipsafe import is_xml_name, open_package, part_name, read_member, refuse_member_dtd
-from extract_fn.limits import LIMITS
+from extract_fn.formats.zipsafe import is_xml_name, part_name, read_member, refuse_member_dtd, with_package
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -121,8 +120,9 @@ class Package:
         return read_member(self.zf, self.names[part], KIND)
 
 
-def open_workbook_package(data: bytes) -> Package:
-    zf = open_package(data, KIND)
+def workbook_package(zf: zipfile.ZipFile) -> Package:
+    """The package ``zipsafe.with_package`` opened (as docx and pptx are), its part names checked for duplicates and
+    every XML part for a DTD before calamine, which reads the parts itself, sees any."""
     names: dict[str, str] = {}
     seen: set[str] = set()  # OPC part names compare case-insensitively
     for info in zf.infolist():
@@ -374,14 +374,15 @@ def _kind_of_type(t: type) -> str:
 
 
 def _body(ctx: FormatContext) -> dict[str, Any]:
-    return _extract(ctx.data, ctx.request)
+    return with_package(ctx.data, KIND, lambda zf: _extract(zf, ctx.data, ctx.request), ctx.limits)
 
 
 extract = format_module(_body)
 
 
-def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    pkg = open_workbook_package(data)
+def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    pkg = workbook_package(zf)
+    limits = request.limits
     wb_info = read_workbook_info(pkg)
     try:
         import python_calamine as pc
@@ -414,12 +415,12 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         xml = b""
         if info is not None and info.part and pkg.has(info.part):
             xml = pkg.read(info.part)
-        cells = box_cells(xml, LIMITS.xlsx_max_sheet_cells)
+        cells = box_cells(xml, limits.xlsx_max_sheet_cells)
         if cells is not None:
             raise ExtractionError(
                 ErrorCode.RESOURCE_LIMIT,
                 f"sheet {name!r} spans {cells:,} cells from its first to its last cell, over this service's limit of "
-                f"{LIMITS.xlsx_max_sheet_cells:,} cells per sheet (a stray cell far from the data does this: "
+                f"{limits.xlsx_max_sheet_cells:,} cells per sheet (a stray cell far from the data does this: "
                 f"delete the empty "
                 "rows and columns in between, or move it)",
             )
@@ -483,7 +484,7 @@ def _add_sheet(
     if merged:
         refs: list[str] = []
         for (mr0, mc0), (mr1, mc1) in merged:
-            if len(refs) < LIMITS.xlsx_max_merged:
+            if len(refs) < request.limits.xlsx_max_merged:
                 refs.append(f"{cell_ref(mr0, mc0)}:{cell_ref(mr1, mc1)}")
             for i in range(max(mr0 - r0, 0), min(mr1 - r0 + 1, len(grid))):
                 row = grid[i]
@@ -491,10 +492,10 @@ def _add_sheet(
                     if (i + r0, j + c0) != (mr0, mc0):
                         row[j] = None
         attrs["merged"] = refs
-        if len(merged) > LIMITS.xlsx_max_merged:
+        if len(merged) > request.limits.xlsx_max_merged:
             attrs["merged_truncated"] = True
     if xml:
-        formulas, more = _scan_formulas(xml, LIMITS.xlsx_max_formulas)
+        formulas, more = _scan_formulas(xml, request.limits.xlsx_max_formulas)
         if formulas:
             attrs["formulas"] = formulas
             if more:
