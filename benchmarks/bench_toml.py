@@ -116,7 +116,7 @@ def main() -> None:
     data = args.file.read_bytes()
     request = ExtractRequest("toml", name=args.file.name)
     max_depth = request.limits.toml_rs_max_depth
-    text, _bom = tf.decode_toml(data, None)
+    text, _bom = tf.decode_toml(data, None, request.limits.wide_text_sample)
     runs = args.runs
     rs = tf.toml_rs
 

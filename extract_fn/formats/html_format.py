@@ -78,10 +78,9 @@ from extract_fn.formats.textblocks import (
     LineIndex,
     OutputBudget,
     SectionTracker,
-    refuse_wide_text,
 )
 from extract_fn.limits import Limits
-from extract_fn.text_decoding import Decoded, decode_text, known_codec, sniff_bom
+from extract_fn.text_decoding import Decoded, decode_text, known_codec, refuse_wide_text, sniff_bom
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -1176,7 +1175,7 @@ extract = format_module(_body)
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     decoded, warning = _decode(data, request.encoding)
-    refuse_wide_text(data, decoded.source)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text = decoded.text
     del data
     builder = ArtifactBuilder(

@@ -87,10 +87,9 @@ from extract_fn.formats.textblocks import (
     Slugger,
     line_ranges_label,
     normalize_newlines,
-    refuse_wide_text,
 )
 from extract_fn.limits import Limits
-from extract_fn.text_decoding import decode_text
+from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
 
@@ -1025,7 +1024,7 @@ extract = format_module(_body)
 
 def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict[str, Any]:
     decoded = decode_text(data, option=request.encoding)
-    refuse_wide_text(data, decoded.source)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text = decoded.text
     del data
     builder = ArtifactBuilder(

@@ -3,7 +3,8 @@
 Decisions (documented for the artifact's readers):
 
 * **Decoding**: ``text_decoding.decode_text`` (a byte-order mark wins, else the ``encoding`` option, else strict
-  UTF-8; what does not decode is the ``encoding`` error). Character offsets count code points of the decoded text
+  UTF-8; what does not decode is the ``encoding`` error, and so is UTF-16/32 without a byte-order mark read as UTF-8,
+  ``text_decoding.refuse_wide_text``). Character offsets count code points of the decoded text
   (after any BOM), ``char_end`` exclusive, so ``text[char_start:char_end] == block.text`` always holds.
 * **Splitting** is ours, never the parser's. The scanner knows, per dialect (read from sqlglot's tokenizer for the
   ``sql_dialect`` option; generic when there is none): single-quoted strings with ``''`` and, where the dialect has
@@ -68,7 +69,7 @@ from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, GcPolicy, format_module
-from extract_fn.text_decoding import decode_text
+from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_SQL_STRUCTURE, ErrorCode, ExtractionError
 
@@ -1478,6 +1479,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
             ErrorCode.INVALID_OPTION, f"sql_dialect {request.sql_dialect!r} is unknown: {e}"
         ) from None
     decoded = decode_text(data, option=request.encoding)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text = decoded.text
     builder = ArtifactBuilder(
         "sql", parser=PARSER, parser_version=PARSER_VERSION, unit="statements", options=request.options()

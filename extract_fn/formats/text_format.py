@@ -3,7 +3,7 @@
 Decoding: ``extract_fn.text_decoding.decode_text`` (a byte-order mark, else the ``encoding`` option, else strict
 UTF-8; what does not decode is the ``encoding`` error naming the byte offset). UTF-16 or UTF-32 without a byte-order
 mark, which strict UTF-8 would read as text with NULs between the characters, is the ``encoding`` error too
-(``textblocks.refuse_wide_text``).
+(``text_decoding.refuse_wide_text``).
 
 Lines: a line ends at ``\\n``, ``\\r\\n`` or ``\\r`` (so CRLF, CR-only and mixed files number their lines the same
 way an editor does); lines are numbered from 1. A line is blank when it holds only whitespace (``str.isspace``).
@@ -38,9 +38,8 @@ from extract_fn.formats.textblocks import (
     count_line_breaks,
     line_ranges_label,
     normalize_newlines,
-    refuse_wide_text,
 )
-from extract_fn.text_decoding import decode_text
+from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 
 PARSER: Final = "loom-text"
@@ -67,7 +66,7 @@ extract = format_module(_body)
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     decoded = decode_text(data, option=request.encoding)
-    refuse_wide_text(data, decoded.source)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text = decoded.text
     del data
     builder = ArtifactBuilder(

@@ -3,10 +3,10 @@
 Decisions (documented for the artifact's readers):
 
 * **Decoding**: TOML is UTF-8 by definition. One UTF-8 byte-order mark at the very start is dropped (line numbers
-  are unaffected). Bytes that are not UTF-8, a UTF-16/UTF-32 byte-order mark, UTF-16/32 text without one (NUL bytes
-  in every other position), and a byte-order mark or a non-ASCII space character (U+3000, U+00A0, ...) where the
-  parser stops are the ``encoding`` error. The ``encoding`` option may only name UTF-8 (``utf-8``, ``utf8``,
-  ``utf-8-sig``...): any other codec is ``invalid_option``.
+  are unaffected). Bytes that are not UTF-8, a UTF-16/UTF-32 byte-order mark, UTF-16/32 text without one (the one
+  wide-text policy, ``text_decoding.refuse_wide_text``), and a byte-order mark or a non-ASCII space character
+  (U+3000, U+00A0, ...) where the parser stops are the ``encoding`` error. The ``encoding`` option may only name
+  UTF-8 (``utf-8``, ``utf8``, ``utf-8-sig``...): any other codec is ``invalid_option``.
 * **Validation and values** are ``tomllib``'s (TOML 1.0). A file it rejects is ``corrupt`` with its message,
   which names the line and column. Nesting too deep for it (a ``RecursionError``) is ``resource_limit``. An
   integer outside signed 64 bits, which TOML 1.0 forbids and tomllib accepts, is ``corrupt`` too. For speed the
@@ -72,6 +72,7 @@ from typing import Any, Final
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.limits import Limits
+from extract_fn.text_decoding import refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, clean_str, cut_keys, cut_section_path
 from shared.contract import (
     INT64_MAX,
@@ -276,8 +277,12 @@ def _inline_keys(prefix: str, value: dict[str, Any], out: list[str], depth: int 
 # Decoding
 
 
-def decode_toml(data: bytes, encoding_option: str | None) -> tuple[str, bool]:
-    """The text (without a leading UTF-8 BOM) and whether there was one."""
+_WIDE_ADVICE: Final = "TOML must be UTF-8 (TOML 1.0): convert the file from {codec} to UTF-8"
+
+
+def decode_toml(data: bytes, encoding_option: str | None, wide_sample: int) -> tuple[str, bool]:
+    """The text (without a leading UTF-8 BOM) and whether there was one; UTF-16/32 without a BOM is refused by the
+    one wide-text policy (``text_decoding.refuse_wide_text``, on the first ``wide_sample`` bytes)."""
     if encoding_option is not None:
         try:
             name = codecs.lookup(encoding_option).name
@@ -295,16 +300,7 @@ def decode_toml(data: bytes, encoding_option: str | None) -> tuple[str, bool]:
         raise ExtractionError(ErrorCode.ENCODING, "the file starts with a UTF-16 byte-order mark: TOML must be UTF-8")
     bom = data.startswith(codecs.BOM_UTF8)
     body = data[3:] if bom else data
-    if b"\x00" in body:
-        even = body[0::2].count(0)
-        odd = body[1::2].count(0)
-        half = len(body) // 2
-        if half and max(even, odd) * 2 >= half:
-            raise ExtractionError(
-                ErrorCode.ENCODING,
-                f"the file is {max(even, odd)} NUL bytes in every other position: UTF-16 or UTF-32 text, "
-                "but TOML must be UTF-8",
-            )
+    refuse_wide_text(body, "default", wide_sample, _WIDE_ADVICE)
     try:
         return body.decode("utf-8"), bom
     except UnicodeDecodeError as e:
@@ -567,7 +563,7 @@ def _byte_estimate(s: str) -> int:
 
 
 def _body(ctx: FormatContext) -> dict[str, Any]:
-    text, bom = decode_toml(ctx.data, ctx.request.encoding)
+    text, bom = decode_toml(ctx.data, ctx.request.encoding, ctx.limits.wide_text_sample)
     return _extract(text, bom, ctx.request)
 
 
