@@ -71,7 +71,12 @@ def main_part(zf: zipfile.ZipFile, kind: str, default: str) -> str:
             return target
     if has_member(zf, default):
         return default
-    raise ExtractionError(
+    raise no_main_part(kind, default)
+
+
+def no_main_part(kind: str, default: str) -> ExtractionError:
+    """The one answer for a package without its main part (docx, pptx, xlsx)."""
+    return ExtractionError(
         ErrorCode.CORRUPT, f"the {kind} package has no main document part ({default}); it is not a {kind} file"
     )
 

@@ -54,6 +54,7 @@ from typing import Any, Final
 from extract_fn.formats import safe_xml
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.ooxml_text import no_main_part
 from extract_fn.formats.table_values import (
     OutputBudget,
     add_table,
@@ -121,16 +122,9 @@ class Package:
 
 
 def workbook_package(zf: zipfile.ZipFile) -> Package:
-    """The package ``zipsafe.with_package`` opened (as docx and pptx are), its part names checked for duplicates and
-    every XML part for a DTD before calamine, which reads the parts itself, sees any."""
-    names: dict[str, str] = {}
-    seen: set[str] = set()  # OPC part names compare case-insensitively
-    for info in zf.infolist():
-        norm = part_name(info.filename)
-        if norm.lower() in seen:
-            raise _corrupt(f"the xlsx package holds two parts named {norm!r}; refusing an ambiguous workbook")
-        seen.add(norm.lower())
-        names[norm] = info.filename
+    """The package ``zipsafe.with_package`` opened (as docx and pptx are), every XML part checked for a DTD before
+    calamine, which reads the parts itself, sees any."""
+    names = {part_name(info.filename): info.filename for info in zf.infolist()}  # unique: ``open_package`` checks
     for info in zf.infolist():  # before calamine or lxml reads a part
         if is_xml_name(info.filename):
             refuse_member_dtd(zf, info, KIND)
@@ -203,7 +197,7 @@ def read_workbook_info(pkg: Package) -> WorkbookInfo:
     if workbook_part is None and pkg.has("xl/workbook.xml"):
         workbook_part = "xl/workbook.xml"
     if workbook_part is None or not pkg.has(workbook_part):
-        raise _corrupt("the xlsx package has no workbook part (xl/workbook.xml)")
+        raise no_main_part(KIND, "xl/workbook.xml")
     root = _parse_xml(pkg, workbook_part)
     rels = _rels(pkg, workbook_part)
     for _rtype, target in rels.values():  # calamine reads these whatever their names end with
