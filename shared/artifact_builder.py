@@ -254,7 +254,11 @@ class ArtifactBuilder:
         parser_version: str,
         unit: str,
         options: dict[str, Any] | None = None,
+        measure_blocks: bool = False,
     ) -> None:
+        """``measure_blocks``: ``text_chars`` also counts each ``add_block`` block's section path, attrs and locator,
+        for the formats that check their output budget against it (pdf, docx, pptx: a deep section path or a table
+        in ``attrs`` repeats text in every block)."""
         if not parser or not parser_version or not unit:
             raise ValueError("parser, parser_version and unit must be non-empty")
         self.format = format
@@ -274,6 +278,7 @@ class ArtifactBuilder:
         self._failed: list[dict[str, str]] = []
         self._lost: list[str] = []
         self.text_chars = 0  # a running estimate of the artifact's size, for output budgets
+        self.measure_blocks = measure_blocks
 
     # -- blocks ---------------------------------------------------------------------------------------------------
 
@@ -316,6 +321,8 @@ class ArtifactBuilder:
         self._ids.add(block_id)
         self.blocks.append(block)
         self.text_chars += len(block["text"]) + 64
+        if self.measure_blocks:
+            self.text_chars += _measured_extra(block)
         return block_id
 
     def _section_path(self, path: Sequence[str], attrs: dict[str, Any]) -> list[str]:
@@ -596,6 +603,16 @@ class ArtifactBuilder:
         if self.tables:
             artifact["tables"] = self.tables
         return artifact
+
+
+def _measured_extra(block: dict[str, Any]) -> int:
+    """What ``measure_blocks`` adds to ``text_chars`` for a block beyond its text."""
+    extra = 48 + sum(len(p) + 4 for p in block["section_path"])
+    if "attrs" in block:
+        extra += len(orjson.dumps(block["attrs"]))
+    if block["locator"]:
+        extra += 24 * len(block["locator"])
+    return extra
 
 
 def serialize(artifact: dict[str, Any]) -> bytes:

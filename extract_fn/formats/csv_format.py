@@ -40,7 +40,8 @@ from typing import Any, Final, overload
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.table_values import OutputBudget, add_table, infer_text_column, report_cut
+from extract_fn.formats.output_budget import BudgetKind, output_budget
+from extract_fn.formats.table_values import add_table, infer_text_column, report_cut
 from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -126,7 +127,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     builder.attrs.update({"encoding": encoding, "delimiter": delimiter})
     if nuls:
         builder.warn(f"the file holds {nuls} NUL character(s), kept as U+0000 in the values")
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TABLE)
     name = request.name or "table"
 
     csv.field_size_limit(max(len(text) + 1, 131_072))

@@ -38,7 +38,8 @@ from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, local, main_part, parse_part, read_rels
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.zipsafe import has_member, with_package
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -481,14 +482,16 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     numbering = _Numbering(_optional_part(zf, next(iter(by_type.get("numbering", ())), None)))
     doc = _Doc(styles, numbering)
 
-    builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
-    budget = int(request.max_output_bytes * request.limits.output_share_paged)
+    builder = ArtifactBuilder(
+        KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options(), measure_blocks=True
+    )
+    budget = output_budget(request, BudgetKind.PAGED)
     cut = False
 
     # -- body
     stack: list[tuple[int, str, str]] = []
     for el in _blocks_in(body):
-        if builder.text_chars > budget:
+        if budget.over(builder.text_chars):
             cut = True
             break
         if el.tag in T_TBL:
@@ -622,10 +625,12 @@ def _table_text(rows: list[list[str | None]]) -> str:
     return "\n".join(" | ".join((c or "").replace("\n", " ") for c in r) for r in rows)
 
 
-def _emit_part(builder: ArtifactBuilder, doc: _Doc, container: Any, attrs: dict[str, Any], budget: int) -> bool:
+def _emit_part(
+    builder: ArtifactBuilder, doc: _Doc, container: Any, attrs: dict[str, Any], budget: OutputBudget
+) -> bool:
     """Blocks for a header, footer, note or comment. True when the output budget cut it."""
     for el in _blocks_in(container):
-        if builder.text_chars > budget:
+        if budget.over(builder.text_chars):
             return True
         if el.tag in T_TBL:
             rows = doc.table_rows(el)

@@ -73,10 +73,10 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     LineIndex,
-    OutputBudget,
     SectionTracker,
 )
 from extract_fn.limits import Limits
@@ -1082,7 +1082,7 @@ def visible_text(html: str, limits: Limits) -> str:
     html, _ = _flatten_deep_nesting(html, limits.html_max_nesting_depth)
     tree = LexborHTMLParser(html)
     builder = ArtifactBuilder("html", parser=PARSER, parser_version=PARSER_VERSION, unit="chars")
-    walker = _Walker(builder, OutputBudget(1 << 62), None, None, limits)
+    walker = _Walker(builder, OutputBudget(1 << 62, 0), None, None, limits)  # a fragment's text: unbudgeted
     _run(tree, walker)
     return "\n".join(b["text"] for b in builder.blocks if b["text"])
 
@@ -1184,7 +1184,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     builder.attrs["encoding"] = decoded.encoding
     if warning:
         builder.warn(warning)
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TEXT)
     budget.charge(512)
 
     limits = request.limits

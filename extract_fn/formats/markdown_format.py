@@ -79,10 +79,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     LineIndex,
-    OutputBudget,
     SectionTracker,
     Slugger,
     line_ranges_label,
@@ -1031,7 +1031,7 @@ def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict
         "markdown", parser=PARSER, parser_version=PARSER_VERSION, unit="lines", options=request.options()
     )
     builder.attrs["encoding"] = decoded.encoding
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TEXT)
     budget.charge(256)
     lines = LineIndex(text)
     env: dict[str, Any] = {}

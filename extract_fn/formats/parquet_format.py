@@ -47,8 +47,8 @@ import orjson
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.table_values import (
-    OutputBudget,
     add_table,
     format_duration_ns,
     report_cut,
@@ -653,7 +653,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     convs = [converter_for(f.type) for f in schema]
     types = [c[0] for c in convs]
     notes = Notes()
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TABLE)
     builder.attrs.update(
         {"row_groups": md.num_row_groups, "created_by": clean_str(md.created_by or ""), "num_rows": md.num_rows}
     )

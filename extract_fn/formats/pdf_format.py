@@ -63,7 +63,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as R
 
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.ooxml_text import SizedBuilder
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget
 from extract_fn.formats.pdf_streams import check_streams
 from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
@@ -192,22 +192,27 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
                 f"pages per file; "
                 "split it into smaller files",
             )
-        builder = SizedBuilder(
-            "pdf", parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options()
+        builder = ArtifactBuilder(
+            "pdf",
+            parser=PARSER,
+            parser_version=PARSER_VERSION,
+            unit=UNIT,
+            options=request.options(),
+            measure_blocks=True,
         )
         builder.attrs["pages"] = n_pages
         outline = _read_outline(pdf, n_pages, limits.pdf_max_outline_entries)
         if outline:
             builder.attrs["outline"] = True
-        budget = int(request.max_output_bytes * limits.output_share_paged)
+        budget = ctx.output_budget(BudgetKind.PAGED)
+        budget.charge(2048)  # the pages read so far, estimated before any block is made
         pages: list[PageResult] = []
-        used = 2048
         for index in range(n_pages):
-            if used > budget:
+            if budget.over(budget.used):
                 pages.append(PageResult(index + 1, status="cut"))
                 continue
             result = _read_page(pdf, index, limits)
-            used += _estimate(result)
+            budget.charge(_estimate(result))
             pages.append(result)
         _emit(builder, pages, outline, budget)
         return builder.build()
@@ -1488,7 +1493,9 @@ def _font_headings(pages: list[PageResult]) -> dict[int, int]:
     return out
 
 
-def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple[int, str, int]], budget: int) -> None:
+def _emit(
+    builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple[int, str, int]], budget: OutputBudget
+) -> None:
     headings: dict[int, int] = {}
     if outline:
         headings = _outline_headings(pages, outline)
@@ -1504,7 +1511,7 @@ def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple
     table_no = 0
     for page in pages:
         p = page.number
-        if page.status == "cut" or builder.text_chars > budget:
+        if page.status == "cut" or budget.over(builder.text_chars):
             cut = True
         if cut:
             builder.fail(f"page {p}", CUT_REASON)

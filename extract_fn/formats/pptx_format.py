@@ -29,7 +29,8 @@ from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, local, main_part, parse_part, read_rels
+from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from extract_fn.limits import Limits
@@ -342,14 +343,16 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
         for sid in slide_ids:
             if local(sid.tag) == "sldId":
                 order.append(rels.get(_rid(sid) or ""))
-    builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
+    builder = ArtifactBuilder(
+        KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options(), measure_blocks=True
+    )
     builder.attrs["slides"] = len(order)
-    budget = int(request.max_output_bytes * request.limits.output_share_paged)
+    budget = output_budget(request, BudgetKind.PAGED)
     deck = _Deck(zf, builder, request.limits)
     extracted = 0
     cut = False
     for number, part in enumerate(order, start=1):
-        if cut or builder.text_chars > budget:
+        if cut or budget.over(builder.text_chars):
             cut = True
             builder.fail(f"slide {number}", CUT_REASON)
             continue

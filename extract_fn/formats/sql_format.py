@@ -69,6 +69,7 @@ from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, GcPolicy, format_module
+from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_SQL_STRUCTURE, ErrorCode, ExtractionError
@@ -1511,8 +1512,7 @@ def _extract(
     limits = request.limits
     parse_started = time.perf_counter()
     budget_hit_at: int | None = None  # index of the first statement not parsed for the time budget
-    out_budget = max(0, request.max_output_bytes - request.limits.output_reserve_keyed)
-    spent = 0
+    budget = output_budget(request, BudgetKind.KEYED)
     cut_at: int | None = None
     for idx, st in enumerate(statements):
         number = idx + 1
@@ -1537,10 +1537,9 @@ def _extract(
         cost = _byte_estimate(sql) + 160 + sum(len(k) + 4 for k in keys) * 2
         if st.copy_data is not None:
             cost += _byte_estimate(text[st.copy_data[0] : st.copy_data[1]]) + 120
-        if spent + cost > out_budget:
+        if not budget.take_bytes(cost):
             cut_at = idx
             break
-        spent += cost
         if exprs is not None:
             extracted += 1
         elif reason is not None:

@@ -32,9 +32,9 @@ from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
-    OutputBudget,
     count_line_breaks,
     line_ranges_label,
     normalize_newlines,
@@ -73,7 +73,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         "text", parser=PARSER, parser_version=PARSER_VERSION, unit="lines", options=request.options()
     )
     builder.attrs["encoding"] = decoded.encoding
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TEXT)
     budget.charge(256)
 
     has_cr = "\r" in text

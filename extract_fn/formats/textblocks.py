@@ -4,8 +4,6 @@
   terminator is not part of the line); lines are numbered from 1; offsets are code points of the decoded text.
 - ``SectionTracker``: the heading stack that gives ``section_path`` and a block's enclosing heading (``parent``).
 - ``Slugger``: GitHub-style heading anchors (``Hello, World!`` -> ``hello-world``, repeats get ``-1``, ``-2``).
-- ``OutputBudget``: the artifact's size so far, measured as the JSON the block will serialize to, so a module stops
-  adding blocks before ``request.max_output_bytes`` and never exceeds it.
 - ``line_ranges_label``: a failed unit's name (``line 7``, ``lines 7-12``).
 
 (The wide-text policy, UTF-16/32 without a byte-order mark, is ``extract_fn.text_decoding.refuse_wide_text``.)
@@ -17,12 +15,7 @@ import re
 import unicodedata
 from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
-from typing import Any, Final
-
-import orjson
-
-from extract_fn.limits import LIMITS
+from typing import Final
 
 LINE_BREAK_RE: Final = re.compile(r"\r\n|\r|\n")
 
@@ -172,47 +165,6 @@ class Slugger:
             self._seen[base] = n
         self._seen[slug] = 0
         return slug
-
-
-class OutputBudget:
-    """Bytes left for blocks before the artifact would pass ``max_output_bytes``.
-
-    A block costs the JSON its text, section path, keys and attrs serialize to plus ``BLOCK_OVERHEAD`` for its id,
-    type, parent, depth and locator; ``reserve`` keeps room for the envelope (coverage with its failed units,
-    warnings, artifact attrs). Once a block does not fit the budget is exhausted for good, so a module stops in
-    reading order rather than skipping one big block and keeping later small ones.
-    """
-
-    BLOCK_OVERHEAD: Final = 320
-
-    __slots__ = ("exhausted", "limit", "used")
-
-    def __init__(self, max_output_bytes: int, *, reserve: int | None = None) -> None:
-        if reserve is None:
-            reserve = min(LIMITS.output_reserve_text, max_output_bytes // 2)
-        self.limit = max(0, max_output_bytes - reserve)
-        self.used = 0
-        self.exhausted = False
-
-    def charge(self, nbytes: int) -> None:
-        """Count bytes spent outside blocks (artifact attrs, a title)."""
-        self.used += nbytes
-
-    def take(self, text: str, section_path: Sequence[str], keys: Sequence[str], attrs: dict[str, Any] | None) -> bool:
-        """Reserve room for one block; False (and exhausted from now on) when it does not fit."""
-        if self.exhausted:
-            return False
-        # The text's length is a lower bound of its JSON: a block that cannot fit is refused before orjson, which
-        # reserves ~8 bytes per character up front (a huge line could pass the worker's memory limit).
-        if self.used + len(text) + self.BLOCK_OVERHEAD > self.limit:
-            self.exhausted = True
-            return False
-        size = len(orjson.dumps((text, section_path, keys, attrs))) + self.BLOCK_OVERHEAD
-        if self.used + size > self.limit:
-            self.exhausted = True
-            return False
-        self.used += size
-        return True
 
 
 def line_ranges_label(start: int, end: int) -> str:

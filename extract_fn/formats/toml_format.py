@@ -71,6 +71,7 @@ from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.limits import Limits
 from extract_fn.text_decoding import refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, clean_str, cut_keys, cut_section_path
@@ -632,8 +633,8 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
         builder.warn("a UTF-8 byte-order mark at the start of the file was dropped")
     blocks = builder.blocks
     append = blocks.append
-    out_budget = max(0, request.max_output_bytes - request.limits.output_reserve_keyed)
-    spent = 0
+    budget = output_budget(request, BudgetKind.KEYED)
+    take = budget.take_bytes
     total = 0
     extracted = 0
     cut_line: int | None = None
@@ -701,10 +702,9 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
                     keys = [key_path, t_gprefix + key]
                     cost = 4 * (len(key_path) + 8) + 200
                 cost += 2 * (len(block_text) if block_text.isascii() else len(block_text.encode()))
-                if spent + cost > out_budget:
+                if not take(cost):
                     cut_line = line
                     continue
-                spent += cost
                 locator = {"line_start": line, "line_end": line, "key_path": key_path}
                 attrs = {"value": value, "value_type": vtype}
                 if not t_fits or len(key_path) > MAX_KEY_CHARS:
@@ -769,10 +769,9 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
                     continue
                 header_text = f"[{header}]{tail}"
                 cost = _byte_estimate(header_text) + 2 * len(header) + 160
-                if spent + cost > out_budget:
+                if not take(cost):
                     cut_line = line
                     continue
-                spent += cost
                 enclosing = None
                 path = header
                 while "." in path:
@@ -843,10 +842,9 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
                 continue
             header_text = text[item.start : item.end]
             cost = _byte_estimate(header_text) + 2 * len(table_path) + 160
-            if spent + cost > out_budget:
+            if not take(cost):
                 cut_line = item_line
                 continue
-            spent += cost
             enclosing = None
             for k in range(len(concrete) - 1, 0, -1):
                 enclosing = blocks_by_path.get(".".join(concrete[:k]))
@@ -905,10 +903,9 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
             }
             ok = False
         cost = 2 * _byte_estimate(block_text) + (len(keys) + 2) * (len(key_path) + 8) + 200
-        if spent + cost > out_budget:
+        if not take(cost):
             cut_line = item_line
             continue
-        spent += cost
         append(
             make_block(
                 builder,

@@ -55,8 +55,8 @@ from extract_fn.formats import safe_xml
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_text import no_main_part
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.table_values import (
-    OutputBudget,
     add_table,
     column_type,
     format_datetime,
@@ -391,7 +391,7 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
         "xlsx", parser=PARSER, parser_version=_parser_version(), unit="rows", options=request.options()
     )
     builder.attrs["date1904"] = wb_info.date1904
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TABLE)
     by_name = {s.name: s for s in wb_info.sheets}
     chartsheets: list[str] = []
     other_sheets: list[str] = []  # dialog sheets, macro sheets: no worksheet cells calamine reads
