@@ -834,60 +834,59 @@ class Scanner:
         """One word of a procedural statement (ending at ``i``): updates the block stack. Returns where scanning
         goes on and, when not None, where the statement ends (an END that closes the outermost block and is
         followed by a new statement, as T-SQL writes them without a semicolon)."""
-        stack = st.stack
-        here = (len(stack), st.depth)
         if w == "BEGIN":
-            kind, val, _ = self.peek(i)
-            if (kind == "P" and val == ";") or (kind == "W" and val in _BEGIN_NOT_BLOCK):
-                return i, None  # a transaction
-            if stack and stack[-1].kind == "DECL" and not stack[-1].begun:
-                stack[-1].begun = True
-            else:
-                stack.append(_Frame("BEGIN"))
-            st.pending_if = st.pending_loop = None
-            st.pending_sub = False
+            self._begin(i, st)
         elif w == "CASE":
-            stack.append(_Frame("CASE"))
+            st.stack.append(_Frame("CASE"))
         elif w == "END":
-            kind, val, at = self.peek(i)
-            family = _END_FAMILIES.get(val) if kind == "W" else None
-            if family is not None:
-                i = at + len(val)
-                if stack and stack[-1].kind == family:
-                    stack.pop()
-            elif stack:
+            return self._end(i, st, custom)
+        elif w in _CONTROL_WORDS:
+            _control_word(w, st)
+        elif w in _SUBPROGRAM_WORDS:
+            self._subprogram_word(w, i, st)
+        elif not st.stack and w in STATEMENT_KEYWORDS:
+            st.pending_sub = False  # the body started without IS/AS (MySQL, T-SQL)
+        return i, None
+
+    def _begin(self, i: int, st: _BodyState) -> None:
+        """BEGIN: a block (or the body of a declaration section), unless it begins a transaction."""
+        kind, val, _ = self.peek(i)
+        if (kind == "P" and val == ";") or (kind == "W" and val in _BEGIN_NOT_BLOCK):
+            return  # a transaction
+        stack = st.stack
+        if stack and stack[-1].kind == "DECL" and not stack[-1].begun:
+            stack[-1].begun = True
+        else:
+            stack.append(_Frame("BEGIN"))
+        st.pending_if = st.pending_loop = None
+        st.pending_sub = False
+
+    def _end(self, i: int, st: _BodyState, custom: bool) -> tuple[int, int | None]:
+        """END (``END IF``, ``END LOOP``...): closes a block; the statement ends after the outermost one when a new
+        statement follows."""
+        stack = st.stack
+        kind, val, at = self.peek(i)
+        family = _END_FAMILIES.get(val) if kind == "W" else None
+        if family is not None:
+            i = at + len(val)
+            if stack and stack[-1].kind == family:
                 stack.pop()
-            if not stack and not custom:
-                kind2, val2, _ = self.peek(i)
-                if kind2 == "W" and val2 in STATEMENT_KEYWORDS:
-                    return i, i
-        elif w == "IF":
-            if st.prev in _STMT_POSITION:
-                st.pending_if = here
-        elif w == "THEN":
-            if st.pending_if == here:
-                stack.append(_Frame("IF"))
-                st.pending_if = None
-        elif w in ("WHILE", "FOR"):
-            if st.prev in _STMT_POSITION:
-                st.pending_loop = here
-        elif w in ("DO", "LOOP"):
-            if st.pending_loop == here:
-                stack.append(_Frame("LOOP"))
-                st.pending_loop = None
-            elif w == "LOOP" and st.prev in _STMT_POSITION:
-                stack.append(_Frame("LOOP"))
-        elif w == "REPEAT":
-            if st.prev in _STMT_POSITION:
-                stack.append(_Frame("REPEAT"))
-        elif w == "DECLARE":
+        elif stack:
+            stack.pop()
+        if not stack and not custom:
+            kind2, val2, _ = self.peek(i)
+            if kind2 == "W" and val2 in STATEMENT_KEYWORDS:
+                return i, i
+        return i, None
+
+    def _subprogram_word(self, w: str, i: int, st: _BodyState) -> None:
+        """DECLARE, FUNCTION/PROCEDURE/PROC/PACKAGE, TYPE BODY, IS/AS: declaration sections and subprogram heads."""
+        stack = st.stack
+        if w == "DECLARE":
             if not stack:
                 _, _, at = self.peek(i)
                 if not self.text.startswith("@", at):
                     stack.append(_Frame("DECL", from_declare=True))
-        elif w in ("FUNCTION", "PROCEDURE", "PROC", "PACKAGE"):
-            if st.depth == 0 and (not stack or (stack[-1].kind == "DECL" and not stack[-1].begun)):
-                st.pending_sub = True
         elif w == "TYPE":
             kind, val, _ = self.peek(i)
             if kind == "W" and val == "BODY" and st.depth == 0 and not stack:
@@ -900,9 +899,8 @@ class Scanner:
                 no_section = no_section or (kind == "W" and (val in _NO_BODY_AFTER_AS or val in STATEMENT_KEYWORDS))
                 if not no_section:
                     stack.append(_Frame("DECL"))  # Oracle's declaration section: its semicolons end nothing
-        elif not stack and w in STATEMENT_KEYWORDS:
-            st.pending_sub = False  # the body started without IS/AS (MySQL, T-SQL)
-        return i, None
+        elif st.depth == 0 and (not stack or (stack[-1].kind == "DECL" and not stack[-1].begun)):
+            st.pending_sub = True  # FUNCTION, PROCEDURE, PROC, PACKAGE
 
     def _after_terminator(
         self, result: tuple[Statement | None, int, str], head: list[_Tok]
@@ -926,6 +924,34 @@ class Scanner:
         data_end = m.start()
         stmt.copy_data = (nl + 1, data_end)
         return stmt, m.end(), delim
+
+
+_CONTROL_WORDS: Final = frozenset({"IF", "THEN", "WHILE", "FOR", "DO", "LOOP", "REPEAT"})
+_SUBPROGRAM_WORDS: Final = frozenset({"DECLARE", "FUNCTION", "PROCEDURE", "PROC", "PACKAGE", "TYPE", "IS", "AS"})
+
+
+def _control_word(w: str, st: _BodyState) -> None:
+    """IF ... THEN, WHILE/FOR ... DO/LOOP, LOOP, REPEAT: control blocks, opened where a statement may start."""
+    stack = st.stack
+    here = (len(stack), st.depth)
+    if w == "IF":
+        if st.prev in _STMT_POSITION:
+            st.pending_if = here
+    elif w == "THEN":
+        if st.pending_if == here:
+            stack.append(_Frame("IF"))
+            st.pending_if = None
+    elif w in ("WHILE", "FOR"):
+        if st.prev in _STMT_POSITION:
+            st.pending_loop = here
+    elif w in ("DO", "LOOP"):
+        if st.pending_loop == here:
+            stack.append(_Frame("LOOP"))
+            st.pending_loop = None
+        elif w == "LOOP" and st.prev in _STMT_POSITION:
+            stack.append(_Frame("LOOP"))
+    elif st.prev in _STMT_POSITION:  # REPEAT
+        stack.append(_Frame("REPEAT"))
 
 
 _NAME_OK: Final = re.compile(r"[^\W_]|_")  # a name holds at least one word character
