@@ -371,6 +371,7 @@ class ArtifactBuilder:
         # Rows of one table share their parent and section path objects: each is checked once per run of rows.
         last_parent: object = None
         last_path: object = None
+        names: set[str] = set()  # attrs names seen to be ASCII strings
         section: list[str] = []
         path_cut = False
         lost: list[str] = []
@@ -386,12 +387,40 @@ class ArtifactBuilder:
             if path is not last_path:
                 section, path_cut = cut_section_path(path)
                 last_path = path
-            if keys.__class__ is list and len(keys) == 1 and _short_ascii(keys[0], MAX_KEY_CHARS):
+            if (
+                keys.__class__ is list
+                and len(keys) == 1
+                and (key := keys[0]).__class__ is str
+                and len(key) <= MAX_KEY_CHARS
+                and key.isascii()
+            ):
                 keys_cut = False
             else:
                 keys, keys_cut = cut_keys(keys)  # noqa: PLW2901 (the row's keys, cut)
             if attrs:
-                if not _plain_attrs(attrs):
+                # whether clean_value(attrs) is attrs as it is, inlined (most of a row's cost), names checked once
+                plain = False
+                for name, v in attrs.items():
+                    if name not in names and not _known_name(name, names):
+                        break
+                    cls = v.__class__
+                    if cls is str:
+                        if not v.isascii():
+                            break
+                    elif cls is int:
+                        if not INT64_MIN <= v <= INT64_MAX:
+                            break
+                    elif cls is float:
+                        if v - v != 0.0:
+                            break
+                    elif cls is list:
+                        if not _plain_list(v):
+                            break
+                    elif v is not None and cls is not bool:
+                        break
+                else:
+                    plain = True
+                if not plain:  # a name or value that needs the careful walk
                     attrs = clean_value(attrs)  # noqa: PLW2901 (the row's attrs, cleaned)
                 if path_cut or keys_cut:
                     attrs = dict(attrs)  # noqa: PLW2901 (a copy for the marks)
@@ -703,26 +732,12 @@ def _row_text(block_id: str, text: object) -> str:
     return clean_str(text)
 
 
-def _short_ascii(value: object, max_chars: int) -> bool:
-    return value.__class__ is str and len(value) <= max_chars and value.isascii()
-
-
-def _plain_attrs(attrs: dict[str, Any]) -> bool:
-    """Whether ``clean_value(attrs)`` would be ``attrs`` as it is: ASCII keys, and values that are ASCII strings,
-    int64 integers, finite floats, bools, nulls, or lists of those."""
-    for k, v in attrs.items():
-        if k.__class__ is not str or not k.isascii():
-            return False
-        cls = v.__class__
-        if cls is str:
-            if not v.isascii():
-                return False
-        elif cls is list:
-            if not _plain_list(v):
-                return False
-        elif not _plain_scalar(v, cls):
-            return False
-    return True
+def _known_name(name: object, names: set[str]) -> bool:
+    """Whether an attrs name needs no cleaning (an ASCII str), remembered in ``names``."""
+    if name.__class__ is str and name.isascii():
+        names.add(name)
+        return True
+    return False
 
 
 def _plain_list(values: list[Any]) -> bool:
