@@ -84,7 +84,8 @@ def main() -> None:
 
     from extract_fn.formats import markdown_format as mf
     from extract_fn.formats.base import ExtractRequest
-    from extract_fn.formats.textblocks import LineIndex, OutputBudget
+    from extract_fn.formats.output_budget import BudgetKind, output_budget
+    from extract_fn.formats.textblocks import LineIndex
     from shared.artifact_builder import ArtifactBuilder
 
     data = args.file.read_bytes()
@@ -100,7 +101,7 @@ def main() -> None:
 
     def walk() -> None:
         builder = ArtifactBuilder("markdown", parser="p", parser_version="v", unit="lines")
-        mf._Walker(builder, LineIndex(text), OutputBudget(request.max_output_bytes), {}).walk(events)
+        mf._Walker(builder, LineIndex(text), output_budget(request, BudgetKind.TEXT), {}, request.limits).walk(events)
 
     with gc_policy(GcPolicy.PAUSE):
         t_extract = best_cpu(lambda: mf.extract(data, request), runs)

@@ -115,20 +115,21 @@ def main() -> None:
 
     data = args.file.read_bytes()
     request = ExtractRequest("toml", name=args.file.name)
-    text, _bom = tf.decode_toml(data, None)
+    max_depth = request.limits.toml_rs_max_depth
+    text, _bom = tf.decode_toml(data, None, request.limits.wide_text_sample)
     runs = args.runs
     rs = tf.toml_rs
 
     artifact = tf.extract(data, request)
     print(
         f"{args.file}: {len(data) / 1e6:.2f} MB, {len(artifact['blocks'])} blocks; parser {tf.PARSER_VERSION}; "
-        f"toml-rs used: {rs is not None and tf._rs_safe(text)} (nesting bound {tf.nesting_bound(text)})"
+        f"toml-rs used: {rs is not None and tf._rs_safe(text, max_depth)} (nesting bound {tf.nesting_bound(text)})"
     )
     gc_was = gc.isenabled()
     gc.disable()  # as extract runs
     try:
         t_extract = best_cpu(lambda: tf.extract(data, request), runs)
-        t_guard = best_cpu(lambda: tf._rs_safe(text), runs)
+        t_guard = best_cpu(lambda: tf._rs_safe(text, max_depth), runs)
         t_rs = best_cpu(lambda: rs.loads(text, toml_version="1.0.0"), runs) if rs is not None else float("nan")
         t_tomllib = best_cpu(lambda: tomllib.loads(text), runs)
         tf.toml_rs = None
@@ -141,7 +142,7 @@ def main() -> None:
         if gc_was:
             gc.enable()
     same = {**artifact, "parser_version": ""} == {**reference, "parser_version": ""}
-    rest = t_extract - (t_guard + t_rs if rs is not None and tf._rs_safe(text) else t_tomllib)
+    rest = t_extract - (t_guard + t_rs if rs is not None and tf._rs_safe(text, max_depth) else t_tomllib)
     print(f"  extract                  {t_extract:.3f} s CPU (best of {runs})")
     print(f"    nesting guard          {t_guard:.3f} s")
     print(f"    toml-rs                {t_rs:.3f} s (parse alone)")

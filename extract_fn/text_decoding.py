@@ -3,6 +3,10 @@
 Order: a byte-order mark wins; then the format's own declaration (HTML meta charset, XML declaration), passed in by
 the format module; then the caller's ``encoding`` option; else strict UTF-8. What does not decode is the ``encoding``
 error, naming the byte offset. The BOM is not part of the decoded text, so character offsets start after it.
+
+The one wide-text policy (``refuse_wide_text``): text read as UTF-8 by default (no BOM, no declaration, no option)
+that is really UTF-16 or UTF-32 without a byte-order mark is the ``encoding`` error. Every format that reads text
+applies it (text, markdown, html, csv, sql here; toml, which is UTF-8 by definition, on its own decoding).
 """
 
 from __future__ import annotations
@@ -69,6 +73,41 @@ def decode_text(data: bytes, *, option: str | None = None, declared: str | None 
             raise ExtractionError(ErrorCode.INVALID_OPTION, f"encoding {option!r} is not a known codec")
         return Decoded(_decode(data, enc, source=f"the encoding option {option!r}"), enc, "option")
     return Decoded(_decode(data, "utf-8", source="UTF-8 (no encoding option was given)"), "utf-8", "default")
+
+
+ENCODING_OPTION_ADVICE: Final = "send the right codec in the encoding option (encoding={codec})"
+
+
+def refuse_wide_text(data: bytes, source: str, sample: int, advice: str = ENCODING_OPTION_ADVICE) -> None:
+    """Raise the ``encoding`` error when UTF-8 by default read what is really UTF-16 or UTF-32 without a BOM.
+
+    ASCII-range UTF-16 is valid UTF-8 (every other byte a NUL), so strict decoding alone lets it through. Applies
+    only to text decoded by the default (``source == "default"``): no BOM, no declaration, no ``encoding`` option.
+    The sign, in the first ``sample`` bytes (``limits.wide_text_sample``): NULs in one byte position of each 2 (or
+    4) and almost none in the others; a body of nothing but NULs is not this (it is left to the format, and decodes
+    as text). ``advice`` ends the message, ``{codec}`` naming the codec the bytes look like.
+    """
+    if source != "default" or b"\x00" not in data[:sample]:
+        return
+    sample_bytes = data[:sample]
+    for width, codec in ((4, "utf-32"), (2, "utf-16")):
+        if len(sample_bytes) < width * 2:
+            continue
+        lanes = [sample_bytes[i::width] for i in range(width)]
+        nul = [lane.count(0) / len(lane) for lane in lanes]
+        text_lanes = [i for i, share in enumerate(nul) if share < 0.05]
+        if len(text_lanes) != 1 or any(share < 0.5 for i, share in enumerate(nul) if i != text_lanes[0]):
+            continue
+        endian = "le" if text_lanes[0] == 0 else "be" if text_lanes[0] == width - 1 else None
+        if endian is None:
+            continue
+        offset = data.index(b"\x00")
+        raise ExtractionError(
+            ErrorCode.ENCODING,
+            f"the text does not decode as UTF-8 (no encoding option was given): NUL bytes from byte offset {offset} "
+            f"at every {width}th position look like {codec.upper()}-{endian.upper()} without a byte-order mark; "
+            + advice.format(codec=f"{codec}-{endian}"),
+        )
 
 
 def _decode(data: bytes, enc: str, *, offset: int = 0, source: str) -> str:

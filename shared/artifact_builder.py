@@ -34,6 +34,11 @@ from shared.contract import (
     SCHEMA_VERSION,
 )
 
+# One block for ``ArtifactBuilder.add_blocks``: id, type, text, parent, section path, locator, keys, attrs.
+BlockRow = tuple[
+    str, str, str, "str | None", Sequence[str], "dict[str, Any] | None", Sequence[str], "dict[str, Any] | None"
+]
+
 # Locator fields that come in (start, end) pairs, with the value an unused pair holds.
 _LINE_LIKE = (("line_start", "line_end"), ("page_start", "page_end"), ("row_start", "row_end"))
 _CHAR = ("char_start", "char_end")
@@ -292,7 +297,11 @@ class ArtifactBuilder:
         parser_version: str,
         unit: str,
         options: dict[str, Any] | None = None,
+        measure_blocks: bool = False,
     ) -> None:
+        """``measure_blocks``: ``text_chars`` also counts each ``add_block`` block's section path, attrs and locator,
+        for the formats that check their output budget against it (pdf, docx, pptx: a deep section path or a table
+        in ``attrs`` repeats text in every block)."""
         if not parser or not parser_version or not unit:
             raise ValueError("parser, parser_version and unit must be non-empty")
         self.format = format
@@ -312,6 +321,7 @@ class ArtifactBuilder:
         self._failed: list[dict[str, str]] = []
         self._lost: list[str] = []
         self.text_chars = 0  # a running estimate of the artifact's size, for output budgets
+        self.measure_blocks = measure_blocks
 
     # -- blocks ---------------------------------------------------------------------------------------------------
 
@@ -354,7 +364,125 @@ class ArtifactBuilder:
         self._ids.add(block_id)
         self.blocks.append(block)
         self.text_chars += len(block["text"]) + 64
+        if self.measure_blocks:
+            self.text_chars += _measured_extra(block)
         return block_id
+
+    def add_blocks(self, rows: Sequence[BlockRow]) -> None:
+        """Append many blocks in reading order, each the block ``add_block`` makes of it, at a fraction of the cost.
+
+        A row is ``(id, type, text, parent, section_path, locator, keys, attrs)``, as ``add_block``'s arguments (the
+        id given, ``None`` for no parent or no attrs). Every guarantee of ``add_block`` holds: a known type, ids
+        unique among all blocks, a parent that is an earlier block (one before this call or an earlier row), lone
+        surrogates in the text replaced, the section path and keys cleaned, cut and marked (``attrs`` and
+        ``coverage.lost``, in the order ``add_block`` would mark them), attrs made JSON-safe (``clean_value``), and
+        ``text_chars`` counted. Nothing is appended when a row is refused (ValueError or TypeError).
+
+        For speed (the keyed formats, toml: one block per key is most of their work), what needs no change is kept,
+        not copied: a ``keys`` list of one short ASCII key and an ``attrs`` dict of plain values (ASCII strings,
+        int64 integers, finite floats, bools, nulls, and lists of those) become the block's own, so the caller
+        must not change them afterwards; rows naming the same ``section_path`` object share one cleaned copy.
+        """
+        if not rows:
+            return
+        ids = [r[0] for r in rows]
+        new_ids = set(ids)
+        if len(new_ids) != len(ids) or not self._ids.isdisjoint(new_ids) or not all(ids):
+            dup = next((i for i in ids if not i or i in self._ids or ids.count(i) > 1), ids[0])
+            raise ValueError(f"block id {dup!r} is empty or not unique")
+        if not {r[1] for r in rows} <= BLOCK_TYPES:
+            bad = next(r[1] for r in rows if r[1] not in BLOCK_TYPES)
+            raise ValueError(f"block type {bad!r} is not one of the contract's seven")
+        blocks = self._blocks_each(rows)
+        known = self._ids
+        known.update(new_ids)
+        self.blocks.extend(blocks)
+        self.text_chars += sum(len(b["text"]) for b in blocks) + 64 * len(blocks)
+        if self.measure_blocks:
+            self.text_chars += sum(map(_measured_extra, blocks))
+
+    def _blocks_each(self, rows: Sequence[BlockRow]) -> list[dict[str, Any]]:
+        """``add_blocks``' rows one by one, each checked, cleaned, cut and marked as ``add_block`` does."""
+        known = self._ids
+        earlier: set[str] = set()
+        add_earlier = earlier.add
+        # Rows of one table share their parent and section path objects: each is checked once per run of rows.
+        last_parent: object = None
+        last_path: object = None
+        names: set[str] = set()  # attrs names seen to be ASCII strings
+        section: list[str] = []
+        path_cut = False
+        lost: list[str] = []
+        blocks: list[dict[str, Any]] = []
+        append = blocks.append
+        for block_id, type_, text, parent, path, locator, keys, attrs in rows:
+            if parent is not last_parent:
+                if parent is not None and parent not in earlier and parent not in known:
+                    raise ValueError(f"parent {parent!r} is not an earlier block")
+                last_parent = parent
+            if text.__class__ is not str or not text.isascii():
+                text = _row_text(block_id, text)  # noqa: PLW2901 (the row's text, cleaned)
+            if path is not last_path:
+                section, path_cut = cut_section_path(path)
+                last_path = path
+            if (
+                keys.__class__ is list
+                and len(keys) == 1
+                and (key := keys[0]).__class__ is str
+                and len(key) <= MAX_KEY_CHARS
+                and key.isascii()
+            ):
+                keys_cut = False
+            else:
+                keys, keys_cut = cut_keys(keys)  # noqa: PLW2901 (the row's keys, cut)
+            if attrs:
+                # whether clean_value(attrs) is attrs as it is, inlined (most of a row's cost), names checked once
+                plain = False
+                for name, v in attrs.items():
+                    if name not in names and not _known_name(name, names):
+                        break
+                    cls = v.__class__
+                    if cls is str:
+                        if not v.isascii():
+                            break
+                    elif cls is int:
+                        if not INT64_MIN <= v <= INT64_MAX:
+                            break
+                    elif cls is float:
+                        if v - v != 0.0:
+                            break
+                    elif cls is list:
+                        if not _plain_list(v):
+                            break
+                    elif v is not None and cls is not bool:
+                        break
+                else:
+                    plain = True
+                if not plain:  # a name or value that needs the careful walk
+                    attrs = clean_value(attrs)  # noqa: PLW2901 (the row's attrs, cleaned)
+                if path_cut or keys_cut:
+                    attrs = dict(attrs)  # noqa: PLW2901 (a copy for the marks)
+            elif path_cut or keys_cut:
+                attrs = {}  # noqa: PLW2901 (for the marks)
+            if path_cut:
+                attrs["section_truncated"] = True  # type: ignore[index]
+                lost.append(LOST_SECTION_PATH)
+            if keys_cut:
+                attrs["keys_truncated"] = True  # type: ignore[index]
+                lost.append(LOST_EXACT_KEYS)
+            block: dict[str, Any] = {"id": block_id, "type": type_, "text": text}
+            if parent is not None:
+                block["parent"] = parent
+            block["section_path"] = section
+            block["locator"] = locator if locator is not None else {}
+            block["keys"] = keys
+            if attrs:
+                block["attrs"] = attrs
+            append(block)
+            add_earlier(block_id)
+        for capability in lost:
+            self.lose(capability)
+        return blocks
 
     def _section_path(self, path: Sequence[str], attrs: dict[str, Any]) -> list[str]:
         out, truncated = cut_section_path(path)
@@ -637,6 +765,49 @@ class ArtifactBuilder:
         if self.tables:
             artifact["tables"] = self.tables
         return artifact
+
+
+def _row_text(block_id: str, text: object) -> str:
+    if text.__class__ is not str:
+        raise TypeError(f"block {block_id!r}: the text must be a str, got {text!r}")
+    return clean_str(text)
+
+
+def _known_name(name: object, names: set[str]) -> bool:
+    """Whether an attrs name needs no cleaning (an ASCII str), remembered in ``names``."""
+    if name.__class__ is str and name.isascii():
+        names.add(name)
+        return True
+    return False
+
+
+def _plain_list(values: list[Any]) -> bool:
+    for v in values:
+        cls = v.__class__
+        if cls is str:
+            if not v.isascii():
+                return False
+        elif not _plain_scalar(v, cls):
+            return False
+    return True
+
+
+def _plain_scalar(v: Any, cls: type) -> bool:
+    if cls is int:
+        return bool(INT64_MIN <= v <= INT64_MAX)
+    if cls is float:
+        return bool(v - v == 0.0)  # not NaN or Infinity
+    return v is None or cls is bool
+
+
+def _measured_extra(block: dict[str, Any]) -> int:
+    """What ``measure_blocks`` adds to ``text_chars`` for a block beyond its text."""
+    extra = 48 + sum(len(p) + 4 for p in block["section_path"])
+    if "attrs" in block:
+        extra += len(orjson.dumps(block["attrs"]))
+    if block["locator"]:
+        extra += 24 * len(block["locator"])
+    return extra
 
 
 def serialize(artifact: dict[str, Any]) -> bytes:

@@ -771,3 +771,74 @@ def test_table_rows_that_are_tuples_become_lists() -> None:
     b.add_table("t", [("a", "number"), ("b", "string")], [(1, "x"), (2, "y")])  # type: ignore[list-item]
     assert b.tables[0]["rows"] == [[1, "x"], [2, "y"]]
     assert all(type(r) is list for r in b.tables[0]["rows"])
+
+
+# -- add_blocks: the bulk path ------------------------------------------------------------------------------------
+
+_BULK_CASES: list[dict[str, Any]] = [
+    {"section_path": ["s"] * 70, "keys": ["k"], "attrs": {"value": 1, "value_type": "integer"}},
+    {"section_path": ["x" * 600, "y"], "keys": ["k", "k"], "attrs": None},
+    {"section_path": [], "keys": ["k" * 1025, "short", "short", "k" * 1024], "attrs": {"a": [1, {"b": "c"}]}},
+    {"section_path": ["s"], "keys": [f"k{i}" for i in range(10_005)], "attrs": {"array_of_tables": True}},
+    {"section_path": ["é" * 10], "keys": ["ʎǝʞ"], "attrs": {}},
+    {"section_path": ["a\ud800"], "keys": ["k\udfff"], "attrs": {"v": "x\ud800", "n": None, "f": 1.5, "b": False}},
+    {"section_path": ("t", "u"), "keys": ("k1", "k2"), "attrs": {"value": "é", "value_type": "string"}},
+]
+
+
+@pytest.mark.parametrize("measure", [False, True])
+def test_add_blocks_is_add_block_per_row(measure: bool) -> None:
+    """Every row becomes the block add_block makes of it: the same bytes, marks, lost capabilities and size."""
+    for parent in (None, "b0", "b1"):
+        for case in _BULK_CASES:
+            ref = ArtifactBuilder("toml", parser="p", parser_version="v", unit="keys", measure_blocks=measure)
+            bulk = ArtifactBuilder("toml", parser="p", parser_version="v", unit="keys", measure_blocks=measure)
+            for b in (ref, bulk):
+                b.add_block("toml_table", "[t]")
+            locator = make_locator(line_start=3, line_end=4, key_path="k")
+            ref.add_block("toml_table", "[u]", id="b1", parent="b0")
+            ref.add_block("toml_key", "k = 1 \ud800", locator=locator, parent=parent, id="b2", **case)
+            bulk.add_blocks(
+                [
+                    ("b1", "toml_table", "[u]", "b0", (), None, (), None),
+                    (
+                        "b2",
+                        "toml_key",
+                        "k = 1 \ud800",
+                        parent,
+                        case["section_path"],
+                        locator,
+                        case["keys"],
+                        case["attrs"],
+                    ),
+                ]
+            )
+            assert serialize(bulk.build()) == serialize(ref.build())
+            assert bulk.text_chars == ref.text_chars
+
+
+@pytest.mark.parametrize(
+    ("rows", "error"),
+    [
+        ([("b0", "toml_key", "x", None, (), None, (), None)], ValueError),  # b0 exists
+        ([("b1", "toml_key", "x", None, (), None, (), None)] * 2, ValueError),  # twice in the call
+        ([("", "toml_key", "x", None, (), None, (), None)], ValueError),
+        ([("b1", "cell", "x", None, (), None, (), None)], ValueError),  # not a contract type
+        (
+            [("b1", "toml_key", "x", "b2", (), None, (), None), ("b2", "toml_key", "y", None, (), None, (), None)],
+            ValueError,
+        ),
+        ([("b1", "toml_key", "x", None, (), None, (), {"v": math.nan})], ValueError),
+        ([("b1", "toml_key", "x", None, (), None, (), {"v": 2**64})], ValueError),
+        ([("b1", "toml_key", "x", None, (), None, (), {"v": object()})], TypeError),
+        ([("b1", "toml_key", b"x", None, (), None, (), None)], TypeError),
+    ],
+)
+def test_add_blocks_refuses_and_appends_nothing(rows: list[Any], error: type[Exception]) -> None:
+    b = builder("toml", unit="keys")
+    b.add_block("toml_table", "[t]")
+    with pytest.raises(error):
+        b.add_blocks(rows)
+    assert [x["id"] for x in b.blocks] == ["b0"]
+    b.add_block("paragraph", "after")  # the ids of the refused call are still free
+    assert [x["id"] for x in b.blocks] == ["b0", "b1"]

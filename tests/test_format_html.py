@@ -337,8 +337,8 @@ def test_malformed_markup_is_recovered_like_a_browser() -> None:
 
 
 def test_visible_text_helper() -> None:
-    assert visible_text('<div align="center"><b>Shown</b><!-- c --><script>x</script></div>') == "Shown"
-    assert visible_text("<!-- only a comment -->") == ""
+    assert visible_text('<div align="center"><b>Shown</b><!-- c --><script>x</script></div>', LIMITS) == "Shown"
+    assert visible_text("<!-- only a comment -->", LIMITS) == ""
 
 
 @pytest.mark.parametrize(
@@ -472,7 +472,7 @@ def test_nesting_past_the_depth_limit_is_flattened_not_parsed_quadratically() ->
 
     body = "<div>" * 200_000 + "deep\ntext" + "</div>" * 200_000
     data = f"<html><body>{body}<p>after</p></body></html>".encode()
-    flat, count = _flatten_deep_nesting(data.decode())
+    flat, count = _flatten_deep_nesting(data.decode(), LIMITS.html_max_nesting_depth)
     assert len(flat) == len(data)
     assert count == 2 * (200_000 - LIMITS.html_max_nesting_depth)
     assert flat.count("\n") == 1
@@ -492,4 +492,4 @@ def test_shallow_documents_are_not_touched_by_the_depth_limit() -> None:
     from extract_fn.formats.html_format import _flatten_deep_nesting
 
     doc = "<div>" * 10_000 + "x" + "</div>" * 10_000 + "<p>" * 20_000
-    assert _flatten_deep_nesting(doc) == (doc, 0)
+    assert _flatten_deep_nesting(doc, LIMITS.html_max_nesting_depth) == (doc, 0)

@@ -364,7 +364,7 @@ def test_inline_fast_path_matches_the_full_inline_parse(corpus: Path) -> None:
         env: dict[str, Any] = {}
         for tok in full.parse(src, env):
             if tok.type == "inline":
-                assert inline_text(tok.content, env) == _render_inline(tok.children or []), tok.content
+                assert inline_text(tok.content, env, LIMITS) == _render_inline(tok.children or []), tok.content
                 checked += 1
                 fast += not markdown_format._NEEDS_INLINE.search(tok.content)
     assert checked > 2000
@@ -549,7 +549,7 @@ def test_table_port_matches_markdown_it_py() -> None:
     rnd = random.Random(7)
     cells = ["a", "b c", "", "  ", " x ", "\\|", "a\\|b", "\\\\|", "\\", "`a|b`", ":", "-", "---", ":-:", "é", "\t"]
     delimiters = ["---", ":--", "--:", ":-:", "-", "  ---  ", "- -", "", "x", "-:-", "---\t"]
-    md = markdown_format._parser()
+    md = markdown_format._parser(LIMITS.markdown_max_nesting)
     for n in range(3000):
         lines = []
         for _ in range(rnd.randint(1, 7)):
@@ -714,8 +714,8 @@ def test_deeply_nested_brackets_read_as_text_match_the_parser_without_links() ->
     rng = random.Random(3)
     for _ in range(2000):
         cases.append(deep + "".join(rng.choice("[]*_`\\ ab!<>&#") for _ in range(rng.randint(1, 30))))
-    slow = mf._parser_without_links()
+    slow = mf._parser_without_links(LIMITS.markdown_max_nesting)
     for content in cases:
         children: list[Any] = []
         slow.inline.parse(content, slow, {}, children)
-        assert mf.inline_text(content, {}) == mf._render_inline(children), content
+        assert mf.inline_text(content, {}, LIMITS) == mf._render_inline(children), content

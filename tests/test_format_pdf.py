@@ -494,16 +494,18 @@ def test_prose_beside_aligned_labels_is_not_a_table() -> None:
         assert line in text
 
 
-def test_abandoned_table_detection_is_in_coverage(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_abandoned_table_detection_is_in_coverage() -> None:
     import dataclasses
 
-    monkeypatch.setattr(pdf_format, "LIMITS", dataclasses.replace(pdf_format.LIMITS, pdf_max_path_objects=2))
+    from extract_fn.limits import LIMITS
+
+    request = ExtractRequest(format="pdf", limits=dataclasses.replace(LIMITS, pdf_max_path_objects=2))
     cells = [["Name", "Count"], ["Ada", "12"], ["Linus", "1024"]]
     content = _grid(72, 700, [120, 80], 3, 20)
     for r, row in enumerate(cells):
         for c, value in enumerate(row):
             content += text_op([76, 196][c], 700 - r * 20 - 14, value)
-    a = run(make_pdf([content]))
+    a = run(make_pdf([content]), request)
     assert a["coverage"]["lost"] == [LOST_TABLES]
     assert a["coverage"]["complete"] is False
     assert any("page 1: table detection abandoned" in w and "paths" in w for w in a["warnings"])

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, reserve_for
 from extract_fn.formats.table_values import (
-    OutputBudget,
     add_table,
     column_type,
     format_datetime,
@@ -22,6 +22,7 @@ from extract_fn.formats.table_values import (
     plain_decimal,
     row_text,
 )
+from extract_fn.limits import LIMITS
 from shared.artifact import validate_artifact
 from shared.artifact_builder import ArtifactBuilder, serialize
 from shared.contract import ErrorCode, ExtractionError
@@ -110,7 +111,7 @@ def test_row_text() -> None:
 
 def _artifact(max_bytes: int, n_rows: int) -> tuple[dict[str, Any], int]:
     b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
-    budget = OutputBudget(max_bytes)
+    budget = OutputBudget(max_bytes, reserve_for(BudgetKind.TABLE, max_bytes, LIMITS))
     rows = [[i, f"value {i}"] for i in range(n_rows)]
     _, kept = add_table(
         b,

@@ -3,9 +3,11 @@
 Decisions (documented for the artifact's readers):
 
 * **Decoding**: a byte-order mark wins, else the ``encoding`` option, else strict UTF-8 (``text_decoding``); what
-  does not decode is the ``encoding`` error with the byte offset. A NUL character is text like any other (a NUL in
-  a field is kept as U+0000, with a warning), unless NULs are a fifth or more of the characters: then the file is
-  UTF-16/32 without a BOM (or not text at all) and that is the ``encoding`` error, with the first NUL's offset.
+  does not decode is the ``encoding`` error with the byte offset; UTF-16/32 without a BOM read as UTF-8 is the
+  ``encoding`` error too (the one wide-text policy, ``text_decoding.refuse_wide_text``). A NUL character is text
+  like any other (a NUL in a field is kept as U+0000, with a warning), unless NULs are a fifth or more of the
+  characters, in whatever codec: then the file is not text in that codec and that is the ``encoding`` error, with
+  the first NUL's offset.
 * **Dialect**: the delimiter is the one of ``,`` ``;`` tab ``|`` that splits a sample of the first records into the
   most consistent number of fields (more than one); ties go in that order, and a file no candidate splits is one
   column. Quotes are ``"`` doubled inside a quoted field; line endings ``\\n``, ``\\r\\n`` and ``\\r`` are all read,
@@ -38,8 +40,9 @@ from typing import Any, Final, overload
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.table_values import OutputBudget, add_table, infer_text_column, report_cut
-from extract_fn.text_decoding import decode_text
+from extract_fn.formats.output_budget import BudgetKind, output_budget
+from extract_fn.formats.table_values import add_table, infer_text_column, report_cut
+from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -91,7 +94,8 @@ def detect_delimiter(text: str) -> str:
 
 
 def _check_nul(text: str) -> int:
-    """The count of NUL characters; the encoding error when they are so many the text is not really this codec."""
+    """The count of NUL characters; the encoding error when they are so many the text is not really this codec (an
+    option's codec too: wide text read as UTF-8 by default is refused before, by ``refuse_wide_text``)."""
     nuls = text.count("\x00")
     if nuls and nuls >= NUL_SHARE_LIMIT * len(text):
         raise ExtractionError(
@@ -112,6 +116,7 @@ extract = format_module(_body)
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     decoded = decode_text(data, option=request.encoding)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text, encoding = decoded.text, decoded.encoding
     del decoded  # the text is dropped as soon as it is parsed
     nuls = _check_nul(text)
@@ -122,7 +127,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     builder.attrs.update({"encoding": encoding, "delimiter": delimiter})
     if nuls:
         builder.warn(f"the file holds {nuls} NUL character(s), kept as U+0000 in the values")
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TABLE)
     name = request.name or "table"
 
     csv.field_size_limit(max(len(text) + 1, 131_072))

@@ -67,11 +67,12 @@ from extract_fn.formats.ooxml_drawing import (
     report_pictures,
 )
 from extract_fn.formats.ooxml_math import linear_text
-from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, local, main_part, parse_part, read_rels
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from extract_fn.limits import Limits
-from shared.artifact_builder import make_locator
+from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
 KIND = "docx"
@@ -489,7 +490,14 @@ class _Doc:
     """One extraction: the package, the styles and lists, the builder, and what was seen but not read."""
 
     def __init__(
-        self, zf: zipfile.ZipFile, builder: SizedBuilder, styles: _Styles, numbering: Numbering, limits: Limits
+        self,
+        zf: zipfile.ZipFile,
+        builder: ArtifactBuilder,
+        styles: _Styles,
+        numbering: Numbering,
+        *,
+        limits: Limits,
+        budget: OutputBudget,
     ) -> None:
         from extract_fn.ocr.pictures import PictureReader
 
@@ -509,7 +517,7 @@ class _Doc:
         self.marks: dict[tuple[str, str], str] = {}  # (footnote|endnote, id) -> its mark, in citation order
         self.rels: dict[str, str] = {}  # relationship id -> member, of the part being read
         self.stack: list[tuple[int, str, str]] = []  # open headings (depth, block id, text)
-        self.budget = 0
+        self.budget = budget
 
     # -- tables
 
@@ -673,7 +681,7 @@ class _Doc:
     def container(self, container: Any, base: dict[str, Any] | None) -> bool:
         """The blocks of a body, header, footer, note or text box. True when the output budget cut it."""
         for el in _blocks_in(container):
-            if self.builder.text_chars > self.budget:
+            if self.budget.over(self.builder.text_chars):
                 return True
             if el.tag in T_TBL:
                 self.table(el, base)
@@ -772,9 +780,10 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
         by_type.setdefault(rtype, []).append(target)
     styles = _Styles(_optional_part(zf, next(iter(by_type.get("styles", ())), None)))
     numbering = Numbering(_optional_part(zf, next(iter(by_type.get("numbering", ())), None)), _attr, styles.style_num)
-    builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
-    doc = _Doc(zf, builder, styles, numbering, request.limits)
-    doc.budget = int(request.max_output_bytes * request.limits.output_share_paged)
+    builder = ArtifactBuilder(
+        KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options(), measure_blocks=True
+    )
+    doc = _Doc(zf, builder, styles, numbering, limits=request.limits, budget=output_budget(request, BudgetKind.PAGED))
     doc.rels = {rid: target for rid, _t, target in rels}
     doc.note_formats = _note_formats(root)
 

@@ -1,9 +1,9 @@
 """The frame every format module runs on: what is the same for all eleven formats, written once.
 
 A format module is one function on a ``FormatContext`` (the original's bytes, the request with its options and
-output size, the limits) that returns the builder's artifact; ``format_module`` turns it into the module's
-``extract(data, request)``, the interface the worker calls (``extract_fn.formats.base``). The frame applies the
-one garbage-collector policy around the call, so no module touches ``gc``.
+output size, the limits, the one output budget) that returns the builder's artifact; ``format_module`` turns it into
+the module's ``extract(data, request)``, the interface the worker calls (``extract_fn.formats.base``). The frame
+applies the one garbage-collector policy around the call, so no module touches ``gc``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget
 from extract_fn.limits import Limits
 
 
@@ -69,6 +70,11 @@ class FormatContext:
     def options(self) -> dict[str, str]:
         """The artifact's ``options`` (the builder's ``options=``)."""
         return self.request.options()
+
+    def output_budget(self, kind: BudgetKind) -> OutputBudget:
+        """The one output budget of this file's artifact, measured as formats of ``kind`` measure
+        (``extract_fn.formats.output_budget``)."""
+        return OutputBudget.for_request(self.request, kind)
 
 
 Body = Callable[[FormatContext], dict[str, Any]]

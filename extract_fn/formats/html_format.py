@@ -73,15 +73,14 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     LineIndex,
-    OutputBudget,
     SectionTracker,
-    refuse_wide_text,
 )
-from extract_fn.limits import LIMITS
-from extract_fn.text_decoding import Decoded, decode_text, known_codec, sniff_bom
+from extract_fn.limits import Limits
+from extract_fn.text_decoding import Decoded, decode_text, known_codec, refuse_wide_text, sniff_bom
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -448,8 +447,10 @@ class _Walker:
         budget: OutputBudget,
         source: _SourceMap | None,
         lines: LineIndex | None,
+        limits: Limits,
     ) -> None:
         self.b = builder
+        self.limits = limits
         self.budget = budget
         self.source = source
         self.lines = lines
@@ -760,8 +761,8 @@ class _Walker:
             where = f"the table at line {self._line(first)}" if first >= 0 else "a table"
             self.b.fail(
                 f"cells of {where}",
-                f"not extracted: its spans ask for more than {LIMITS.html_max_table_width:,} columns or "
-                f"{LIMITS.html_max_table_cells:,} "
+                f"not extracted: its spans ask for more than {self.limits.html_max_table_width:,} columns or "
+                f"{self.limits.html_max_table_cells:,} "
                 "cells; the grid was cut there",
             )
         try:
@@ -887,8 +888,8 @@ class _TableReader:
             row.cells.append(
                 (
                     "",
-                    _span(attrs.get("colspan"), LIMITS.html_max_colspan),
-                    _span(attrs.get("rowspan"), LIMITS.html_max_rowspan),
+                    _span(attrs.get("colspan"), self.w.limits.html_max_colspan, zero=1),
+                    _span(attrs.get("rowspan"), self.w.limits.html_max_rowspan, zero=0),
                 )
             )
             row.th.append(tag == "th")
@@ -947,6 +948,7 @@ class _TableReader:
         Bounded whatever the spans ask: rows at most ``limits.html_max_table_width`` slots wide, and no more than
         ``limits.html_max_table_cells`` slots (those rowspans cover included); past either the table is cut and marked.
         """
+        limits = self.w.limits
         grid: list[list[str]] = []
         covered: set[tuple[int, int]] = set()  # slots taken by rowspans from rows above
         width = 0
@@ -960,14 +962,14 @@ class _TableReader:
                     covered.discard((r, c))
                     out.append("")
                     c += 1
-                span = min(colspan, LIMITS.html_max_table_width - c)
+                span = min(colspan, limits.html_max_table_width - c)
                 if span <= 0:
                     self.truncated = True
                     break
                 out.append(text)
                 out.extend("" for _ in range(span - 1))
                 down = n_rows - r if rowspan == 0 else min(rowspan, n_rows - r)
-                if (down - 1) * span + len(covered) + cells > LIMITS.html_max_table_cells:
+                if (down - 1) * span + len(covered) + cells > limits.html_max_table_cells:
                     self.truncated = True
                     down = 1
                 for rr in range(r + 1, r + down):
@@ -979,14 +981,14 @@ class _TableReader:
                 out.append("")
                 c += 1
             cells += len(out)
-            if cells > LIMITS.html_max_table_cells:
+            if cells > limits.html_max_table_cells:
                 self.truncated = True
                 break
             width = max(width, len(out))
             grid.append(out)
-        if width * len(grid) > LIMITS.html_max_table_cells:  # short rows padded to the widest
+        if width * len(grid) > limits.html_max_table_cells:  # short rows padded to the widest
             self.truncated = True
-            grid = grid[: max(1, LIMITS.html_max_table_cells // max(1, width))]
+            grid = grid[: max(1, limits.html_max_table_cells // max(1, width))]
         for out in grid:
             if len(out) < width:
                 out.extend("" for _ in range(width - len(out)))
@@ -996,7 +998,9 @@ class _TableReader:
         return grid
 
 
-def _span(value: str | None, limit: int) -> int:
+def _span(value: str | None, limit: int, *, zero: int) -> int:
+    """A colspan or rowspan as a count of slots (at most ``limit``); ``zero`` is what a 0 means (rowspan=0: the rest
+    of the table's rows, answered as 0)."""
     try:
         n = int((value or "1").strip())
     except ValueError:
@@ -1004,7 +1008,7 @@ def _span(value: str | None, limit: int) -> int:
     if n < 0:
         return 1
     if n == 0:
-        return 0 if limit == LIMITS.html_max_rowspan else 1
+        return zero
     return min(n, limit)
 
 
@@ -1069,16 +1073,16 @@ def _run(tree: LexborHTMLParser, walker: _Walker) -> None:
     walker.flush()
 
 
-def visible_text(html: str) -> str:
+def visible_text(html: str, limits: Limits) -> str:
     """What an HTML fragment shows, its blocks' texts joined by newlines (for Markdown's HTML blocks).
 
     The fragment gets the same depth cap as a whole document (``limits.html_max_nesting_depth``): tags nested deeper
     are read
     as plain text containers, so a Markdown file of nested ``<div>`` costs what the html format costs for it."""
-    html, _ = _flatten_deep_nesting(html)
+    html, _ = _flatten_deep_nesting(html, limits.html_max_nesting_depth)
     tree = LexborHTMLParser(html)
     builder = ArtifactBuilder("html", parser=PARSER, parser_version=PARSER_VERSION, unit="chars")
-    walker = _Walker(builder, OutputBudget(1 << 62), None, None)
+    walker = _Walker(builder, OutputBudget(1 << 62, 0), None, None, limits)  # a fragment's text: unbudgeted
     _run(tree, walker)
     return "\n".join(b["text"] for b in builder.blocks if b["text"])
 
@@ -1130,23 +1134,24 @@ _FLAT_ELEMENTS: Final = frozenset(
 _NOT_NEWLINE: Final = re.compile(r"[^\r\n]")
 
 
-def _flatten_deep_nesting(text: str) -> tuple[str, int]:
-    """``text`` with tags nested past ``limits.html_max_nesting_depth`` blanked out, and how many were."""
-    if text.count("<") <= LIMITS.html_max_nesting_depth:
+def _flatten_deep_nesting(text: str, max_depth: int) -> tuple[str, int]:
+    """``text`` with tags nested past ``max_depth`` (``limits.html_max_nesting_depth``) blanked out, and how many
+    were."""
+    if text.count("<") <= max_depth:
         return text, 0
     depth = 0
     cuts: list[tuple[int, int]] = []
     for m in _TAG_RE.finditer(text):
         counts = m.group(2).lower() not in _FLAT_ELEMENTS
         if m.group(1):  # an end tag: blanked inside the too-deep region
-            if depth > LIMITS.html_max_nesting_depth:
+            if depth > max_depth:
                 cuts.append(m.span())
             if counts and depth:
                 depth -= 1
         else:  # a start tag: every tag inside the too-deep region is blanked, list items and cells too
             if counts and not m.group(0).endswith("/>"):
                 depth += 1
-            if depth > LIMITS.html_max_nesting_depth:
+            if depth > max_depth:
                 cuts.append(m.span())
     if not cuts:
         return text, 0
@@ -1170,7 +1175,7 @@ extract = format_module(_body)
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     decoded, warning = _decode(data, request.encoding)
-    refuse_wide_text(data, decoded.source)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text = decoded.text
     del data
     builder = ArtifactBuilder(
@@ -1179,13 +1184,14 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     builder.attrs["encoding"] = decoded.encoding
     if warning:
         builder.warn(warning)
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TEXT)
     budget.charge(512)
 
-    text, flattened = _flatten_deep_nesting(text)
+    limits = request.limits
+    text, flattened = _flatten_deep_nesting(text, limits.html_max_nesting_depth)
     if flattened:
         builder.warn(
-            f"{flattened} tags nested deeper than {LIMITS.html_max_nesting_depth} levels were read as plain "
+            f"{flattened} tags nested deeper than {limits.html_max_nesting_depth} levels were read as plain "
             f"text containers "
             "(their text is kept; their structure is not)"
         )
@@ -1193,7 +1199,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     tree = LexborHTMLParser(text)
     title_node = tree.head.css_first("title") if tree.head is not None else None
     if title_node is not None:
-        title = _WS.sub(" ", title_node.text(deep=True)).strip()[: LIMITS.html_max_title_chars]
+        title = _WS.sub(" ", title_node.text(deep=True)).strip()[: limits.html_max_title_chars]
         if title:
             builder.attrs["title"] = title
             budget.charge(len(title.encode("utf-8")) * 2 + 16)
@@ -1204,7 +1210,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             builder.attrs["lang"] = lang[:100]
             budget.charge(len(lang.encode("utf-8")) + 16)
 
-    walker = _Walker(builder, budget, _SourceMap(text), LineIndex(text))
+    walker = _Walker(builder, budget, _SourceMap(text), LineIndex(text), limits)
     _run(tree, walker)
     if walker.cut:
         missing = walker.total - walker.extracted

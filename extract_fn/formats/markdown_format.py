@@ -79,18 +79,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     LineIndex,
-    OutputBudget,
     SectionTracker,
     Slugger,
     line_ranges_label,
     normalize_newlines,
-    refuse_wide_text,
 )
-from extract_fn.limits import LIMITS
-from extract_fn.text_decoding import decode_text
+from extract_fn.limits import Limits
+from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
 
@@ -115,7 +114,7 @@ PARSER_VERSION: Final = f"1+markdown-it-py-{MARKDOWN_IT_PY_VERSION}+markdown-it-
 # Block nesting (quotes, lists, list items, paragraphs each count one level) markdown-it parses before it skips the
 # rest of a container. The preset's 20 cuts a real document's 10-deep list; 100 still keeps the parser's recursion
 # (about three Python frames a level) far below the interpreter's limit.
-NESTING_REASON: Final = f"not extracted: nested deeper than {LIMITS.markdown_max_nesting} levels (quotes and lists)"
+NESTING_REASON: Final = "not extracted: nested deeper than {limit} levels (quotes and lists)"
 
 _NONBLANK_LINE: Final = re.compile(r"[^ \t\r\n][^\r\n]*+")  # one match per line holding more than spaces and tabs
 _FRONT_OPEN: Final = re.compile(r"---[ \t]*")
@@ -124,11 +123,12 @@ _SKIPPED_KEY: Final = "loom_skipped_lines"
 
 
 @functools.cache
-def _parser() -> MarkdownIt:
-    """One markdown-it per process; its block tokenizer records the line ranges the nesting limit skips."""
+def _parser(max_nesting: int) -> MarkdownIt:
+    """One markdown-it per process (and nesting limit, ``limits.markdown_max_nesting``); its block tokenizer records
+    the line ranges the nesting limit skips."""
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark", {"maxNesting": LIMITS.markdown_max_nesting}).enable("table")
+    md = MarkdownIt("commonmark", {"maxNesting": max_nesting}).enable("table")
     # Inline content is parsed on demand (``inline_text``): most paragraphs hold no inline markup at all.
     md.disable(["inline", "text_join"])
     original = md.block.tokenize
@@ -136,7 +136,7 @@ def _parser() -> MarkdownIt:
     def tokenize(state: StateBlock, start_line: int, end_line: int) -> None:
         # markdown-it drops the rest of a container once state.level reaches maxNesting (after skipping blank
         # lines and leaving less-indented lines to the outer container); note which lines that drops.
-        if state.level >= LIMITS.markdown_max_nesting:
+        if state.level >= max_nesting:
             line = state.skipEmptyLines(start_line)
             if line < end_line and state.sCount[line] >= state.blkIndent:
                 state.env.setdefault(_SKIPPED_KEY, []).append((line, end_line))
@@ -170,7 +170,7 @@ _INLINE_CHAR: Final = re.compile(r"[\\`*_\[\]!<&]")  # _NEEDS_INLINE's first hal
 
 # markdown-it's link rule reads a link's text by skipping every token inside it, and each ``[`` inside starts the
 # same search again up to maxNesting levels down: inline content whose brackets nest N deep costs about
-# N x min(N, LIMITS.markdown_max_nesting) token skips (1,000,000 nested ``[``, a JSON-like file sent as Markdown:
+# N x min(N, limits.markdown_max_nesting) token skips (1,000,000 nested ``[``, a JSON-like file sent as Markdown:
 # minutes). Links
 # cannot contain links, so brackets nested this deep are no real document's: such content is read with the link
 # and image rules off (its brackets are text), and the artifact says so (``LINKS_NOT_PARSED``).
@@ -182,16 +182,16 @@ LINKS_NOT_PARSED: Final = (
 )
 
 
-def _brackets_nest_deeply(content: str) -> bool:
-    """Whether ``content``'s square brackets (unmatched ``[`` included) nest deeper than "
-    "``limits.markdown_max_bracket_nesting``."""
-    if content.count("[") <= LIMITS.markdown_max_bracket_nesting:
+def _brackets_nest_deeply(content: str, limit: int) -> bool:
+    """Whether ``content``'s square brackets (unmatched ``[`` included) nest deeper than ``limit``
+    (``limits.markdown_max_bracket_nesting``)."""
+    if content.count("[") <= limit:
         return False
     depth = 0
     for m in _BRACKET.finditer(content):
         if m.group() == "[":
             depth += 1
-            if depth > LIMITS.markdown_max_bracket_nesting:
+            if depth > limit:
                 return True
         elif depth:
             depth -= 1
@@ -199,25 +199,25 @@ def _brackets_nest_deeply(content: str) -> bool:
 
 
 @functools.cache
-def _parser_without_links() -> MarkdownIt:
+def _parser_without_links(max_nesting: int) -> MarkdownIt:
     """The inline parser for content whose brackets nest too deeply (``limits.markdown_max_bracket_nesting``)."""
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark", {"maxNesting": LIMITS.markdown_max_nesting})
+    md = MarkdownIt("commonmark", {"maxNesting": max_nesting})
     md.inline.ruler.disable(["link", "image"])
     return md
 
 
-def inline_text(content: str, env: dict[str, Any]) -> str:
+def inline_text(content: str, env: dict[str, Any], limits: Limits) -> str:
     """The plain text of an inline token's content: markdown-it's inline parse (with the document's env, for
     reference links), its markers dropped. Content with no inline syntax (``_NEEDS_INLINE``) skips the parse."""
     if not _INLINE_CHAR.search(content) and (
         "\n" not in content or not (" \n" in content or "\t\n" in content or "\n " in content or "\n\t" in content)
     ):
         return content
-    md = _parser()
-    if _brackets_nest_deeply(content):
-        md = _parser_without_links()
+    md = _parser(limits.markdown_max_nesting)
+    if _brackets_nest_deeply(content, limits.markdown_max_bracket_nesting):
+        md = _parser_without_links(limits.markdown_max_nesting)
         env[_LITERAL_BRACKETS_KEY] = env.get(_LITERAL_BRACKETS_KEY, 0) + 1
         if _STAND_IN_OPEN not in content and _STAND_IN_CLOSE not in content:
             # Each ``[`` or ``]`` ends the inline parser's text run (one rule chain per bracket: 2 MB of ``[`` took
@@ -264,11 +264,11 @@ def _render_inline(children: list[Token]) -> str:
     return "".join(parts)
 
 
-def _html_visible_text(html: str) -> str:
+def _html_visible_text(html: str, limits: Limits) -> str:
     """What an HTML block shows: its text with tags, comments, scripts and styles dropped, whitespace collapsed."""
     from extract_fn.formats.html_format import visible_text
 
-    return visible_text(html)
+    return visible_text(html, limits)
 
 
 def _front_matter_end(lines: LineIndex) -> int:
@@ -383,7 +383,7 @@ _DIGITS_B: Final = re.compile(rb"(?<![0-9])([0-9]{1,9})[.)]")
 # Each container level open on the line where a block starts takes at least one column of that line's leading markup
 # (a ``>``, a list marker, or the indentation that continues a list item), and a list level, two token levels deep,
 # takes two (its marker and the space after it) except the innermost, so markdown-it's nesting level there is at
-# most this + 2: below LIMITS.markdown_max_nesting, so markdown-it-py would skip nothing either, and a thousand times
+# most this + 2: below limits.markdown_max_nesting, so markdown-it-py would skip nothing either, and a thousand times
 # below the depth
 # at which markdown-it-pyrs's recursion overflows an 8 MiB stack.
 FAST_MAX_PREFIX_COLUMNS: Final = 64
@@ -827,8 +827,11 @@ class _Walker:
     """Turns block events into blocks; iterative, with explicit container stacks. (Hot: one call chain per block, no
     keyword arguments, positional tuples; the semantics are those of the module docstring.)"""
 
-    def __init__(self, builder: ArtifactBuilder, lines: LineIndex, budget: OutputBudget, env: dict[str, Any]) -> None:
+    def __init__(
+        self, builder: ArtifactBuilder, lines: LineIndex, budget: OutputBudget, env: dict[str, Any], limits: Limits
+    ) -> None:
         self.b = builder
+        self.limits = limits
         self.env = env  # markdown-it's env: the reference definitions inline links resolve against
         self.lines = lines
         self.budget = budget
@@ -962,12 +965,13 @@ class _Walker:
 
     def walk(self, events: list[Event]) -> None:
         env = self.env
+        limits = self.limits
         for ev in events:
             kind = ev[0]
             if kind == _PARA:
-                self.paragraph(inline_text(ev[3], env), ev[1], ev[2])
+                self.paragraph(inline_text(ev[3], env, limits), ev[1], ev[2])
             elif kind == _HEADING:
-                self.heading(ev[4], inline_text(ev[3], env), ev[1], ev[2])
+                self.heading(ev[4], inline_text(ev[3], env, limits), ev[1], ev[2])
             elif kind == _ITEM:
                 attrs: dict[str, Any] = {"ordered": ev[2]}
                 if ev[3] is not None:
@@ -995,13 +999,13 @@ class _Walker:
                         attrs["info"] = info
                 self.leaf("code", code, first, last, attrs=attrs or None)
             elif kind == _HTML:
-                text = _html_visible_text(ev[3])
+                text = _html_visible_text(ev[3], limits)
                 if text:
                     self.paragraph(text, ev[1], ev[2], {"html": True})
             elif kind == _TABLE:
                 _, first, last, raw_rows = ev
-                columns = [inline_text(cell, env) for cell in raw_rows[0]]
-                rows = [[inline_text(cell, env) for cell in row] for row in raw_rows[1:]]
+                columns = [inline_text(cell, env, limits) for cell in raw_rows[0]]
+                rows = [[inline_text(cell, env, limits) for cell in row] for row in raw_rows[1:]]
                 text = "\n".join("\t".join(r) for r in [columns, *rows])
                 self.leaf("paragraph", text, first, last, attrs={"table": {"columns": columns, "rows": rows}})
 
@@ -1020,18 +1024,19 @@ extract = format_module(_body)
 
 def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict[str, Any]:
     decoded = decode_text(data, option=request.encoding)
-    refuse_wide_text(data, decoded.source)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text = decoded.text
     del data
     builder = ArtifactBuilder(
         "markdown", parser=PARSER, parser_version=PARSER_VERSION, unit="lines", options=request.options()
     )
     builder.attrs["encoding"] = decoded.encoding
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TEXT)
     budget.charge(256)
     lines = LineIndex(text)
     env: dict[str, Any] = {}
-    walker = _Walker(builder, lines, budget, env)
+    limits = request.limits
+    walker = _Walker(builder, lines, budget, env, limits)
 
     cut_line = 0
     source = text
@@ -1046,10 +1051,13 @@ def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict
         source = "\n" * front_end + text[lines.line_start(front_end + 1) :] if front_end < lines.line_count else ""
 
     if not cut_line:
+        # the fast parser's container depth stays below the nesting limit (FAST_MAX_PREFIX_COLUMNS), whose skips
+        # only markdown-it-py reports: a request with a lower limit reads with markdown-it-py
+        fast = fast and limits.markdown_max_nesting > FAST_MAX_PREFIX_COLUMNS + 2
         events = _fast_events(source) if fast else None
         if events is None:
             try:
-                tokens = _parser().parse(source, env)
+                tokens = _parser(limits.markdown_max_nesting).parse(source, env)
             except RecursionError:
                 raise ExtractionError(
                     ErrorCode.RESOURCE_LIMIT, "the Markdown nests too deeply to parse (recursion limit)"
@@ -1084,13 +1092,13 @@ def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict
         failures.append((cut_line, last, -count))
     for n_entry, (first, last, count) in enumerate(failures):
         failed_lines += abs(count)
-        reason = OUTPUT_LIMIT_REASON if count < 0 else NESTING_REASON
-        if n_entry < LIMITS.markdown_max_failed_entries or count < 0:
+        reason = OUTPUT_LIMIT_REASON if count < 0 else NESTING_REASON.format(limit=limits.markdown_max_nesting)
+        if n_entry < limits.markdown_max_failed_entries or count < 0:
             builder.fail(line_ranges_label(first, last), reason)
-        elif n_entry == LIMITS.markdown_max_failed_entries:
+        elif n_entry == limits.markdown_max_failed_entries:
             builder.fail("more line ranges", reason)
     literal = env.get(_LITERAL_BRACKETS_KEY, 0)
     if literal:
-        builder.warn(LINKS_NOT_PARSED.format(count=literal, limit=LIMITS.markdown_max_bracket_nesting))
+        builder.warn(LINKS_NOT_PARSED.format(count=literal, limit=limits.markdown_max_bracket_nesting))
     builder.coverage(total=total, extracted=max(0, total - failed_lines))
     return builder.build()

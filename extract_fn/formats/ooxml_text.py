@@ -1,5 +1,4 @@
-"""Shared helpers for the OOXML formats (docx, pptx): package parts and relationships (and ``SizedBuilder``, the
-size-aware artifact builder pdf, docx and pptx use).
+"""Shared helpers for the OOXML formats (docx, pptx; xlsx's missing main part): package parts and relationships.
 
 Every part is parsed by ``extract_fn.formats.safe_xml`` (the one XML parser of the extractor, xlsx's too): a part
 that declares a DTD (the billion-laughs shape, or one naming a file or URL) is ``corrupt`` before any parser sees it,
@@ -12,11 +11,8 @@ import posixpath
 import zipfile
 from typing import Any
 
-import orjson
-
 from extract_fn.formats import safe_xml
 from extract_fn.formats.zipsafe import has_member, read_member
-from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
 
 REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
@@ -71,25 +67,11 @@ def main_part(zf: zipfile.ZipFile, kind: str, default: str) -> str:
             return target
     if has_member(zf, default):
         return default
-    raise ExtractionError(
+    raise no_main_part(kind, default)
+
+
+def no_main_part(kind: str, default: str) -> ExtractionError:
+    """The one answer for a package without its main part (docx, pptx, xlsx)."""
+    return ExtractionError(
         ErrorCode.CORRUPT, f"the {kind} package has no main document part ({default}); it is not a {kind} file"
     )
-
-
-class SizedBuilder(ArtifactBuilder):
-    """An ArtifactBuilder whose running size estimate also counts each block's section path and attrs.
-
-    ``ArtifactBuilder.text_chars`` counts a block's text; a deep section path or a table in ``attrs`` repeats text
-    in every block, so the formats that stop near ``request.max_output_bytes`` (pdf, docx, pptx) measure those too.
-    """
-
-    def add_block(self, type: str, text: str, **kwargs: Any) -> str:
-        block_id = super().add_block(type, text, **kwargs)
-        block = self.blocks[-1]
-        extra = 48 + sum(len(p) + 4 for p in block["section_path"])
-        if "attrs" in block:
-            extra += len(orjson.dumps(block["attrs"]))
-        if block["locator"]:
-            extra += 24 * len(block["locator"])
-        self.text_chars += extra
-        return block_id

@@ -47,14 +47,14 @@ import orjson
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.table_values import (
-    OutputBudget,
     add_table,
     format_duration_ns,
     report_cut,
     value_text,
 )
-from extract_fn.limits import LIMITS, Limits
+from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
 from shared.contract import INT64_MAX, ErrorCode, ExtractionError
 
@@ -96,7 +96,7 @@ def _use_system_allocator() -> None:
         pa.set_memory_pool(pa.system_memory_pool())
 
 
-def _open(data: bytes) -> Any:
+def _open(data: bytes, limits: Limits) -> Any:
     """The ParquetFile, with top-level string and binary columns read as dictionaries: their values then become one
     Python string per distinct value, shared by every row that holds it (a low-cardinality column of a million rows
     costs a million pointers, not a million strings)."""
@@ -129,7 +129,7 @@ def _open(data: bytes) -> Any:
         if "ecrypt" in msg or "ncrypt" in msg:
             raise _encrypted() from None
         if "Map keys must be annotated as required" in msg:
-            patched = relabel_maps_as_lists(data)
+            patched = relabel_maps_as_lists(data, limits)
             if patched is not None:
                 try:
                     return attempt(patched)
@@ -206,9 +206,10 @@ class _ThriftError(Exception):
 class _Compact:
     """A cursor over Thrift compact-protocol bytes (Parquet's footer encoding)."""
 
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes, max_depth: int) -> None:
         self.b = buf
         self.i = 0
+        self.max_depth = max_depth  # the request's ``limits.parquet_max_depth``
 
     def byte(self) -> int:
         if self.i >= len(self.b):
@@ -247,7 +248,7 @@ class _Compact:
             yield fid, t, at
 
     def skip(self, t: int, depth: int = 0) -> None:
-        if depth > LIMITS.parquet_max_depth:
+        if depth > self.max_depth:
             raise _ThriftError("nested too deep")
         if t in (_T_TRUE, _T_FALSE):
             return
@@ -295,7 +296,7 @@ def _footer(data: bytes) -> tuple[int, bytes] | None:
     return start, data[start : len(data) - 8]
 
 
-def footer_is_encrypted(data: bytes) -> bool:
+def footer_is_encrypted(data: bytes, limits: Limits) -> bool:
     """True for a plaintext footer of an encrypted file (FileMetaData.encryption_algorithm, field 8, is set).
 
     pyarrow opens such a file and then aborts the whole process (an uncaught C++ exception) when a column's
@@ -304,7 +305,7 @@ def footer_is_encrypted(data: bytes) -> bool:
     found = _footer(data)
     if found is None:
         return False
-    r = _Compact(found[1])
+    r = _Compact(found[1], limits.parquet_max_depth)
     try:
         for fid, t, _ in r.fields():
             if fid == 8 and t == _T_STRUCT:
@@ -315,7 +316,7 @@ def footer_is_encrypted(data: bytes) -> bool:
     return False
 
 
-def relabel_maps_as_lists(data: bytes) -> bytes | None:
+def relabel_maps_as_lists(data: bytes, limits: Limits) -> bytes | None:
     """A copy of the file whose footer annotates every MAP group as a LIST instead (same length, bytes swapped).
 
     For MAPs written with optional keys (Presto/Trino/Athena), which pyarrow refuses as a MAP: as a LIST their
@@ -326,7 +327,7 @@ def relabel_maps_as_lists(data: bytes) -> bytes | None:
         return None
     start, footer = found
     patch = bytearray(footer)
-    r = _Compact(footer)
+    r = _Compact(footer, limits.parquet_max_depth)
     changed = False
     try:
         for fid, t, _ in r.fields():
@@ -653,9 +654,9 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         raise _encrypted()
     if len(data) < 12 or data[:4] != MAGIC or data[-4:] != MAGIC:
         raise _corrupt("the file is not a whole Parquet file (the PAR1 magic is missing at its start or end)")
-    if footer_is_encrypted(data):
+    if footer_is_encrypted(data, request.limits):
         raise _encrypted()
-    pf = _open(data)
+    pf = _open(data, request.limits)
     builder = ArtifactBuilder(
         "parquet", parser=PARSER, parser_version=_parser_version(), unit="rows", options=request.options()
     )
@@ -669,7 +670,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     convs = [converter_for(f.type) for f in schema]
     types = [c[0] for c in convs]
     notes = Notes()
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TABLE)
     builder.attrs.update(
         {"row_groups": md.num_row_groups, "created_by": clean_str(md.created_by or ""), "num_rows": md.num_rows}
     )

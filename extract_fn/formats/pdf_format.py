@@ -75,9 +75,9 @@ import pypdfium2.raw as R
 
 from extract_fn.formats import pdf_text
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.ooxml_text import SizedBuilder
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget
 from extract_fn.formats.pdf_streams import check_streams
-from extract_fn.limits import LIMITS
+from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_OCR, LOST_TABLES, ErrorCode, ExtractionError
 
@@ -222,23 +222,28 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
                 f"pages per file; "
                 "split it into smaller files",
             )
-        builder = SizedBuilder(
-            "pdf", parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options()
+        builder = ArtifactBuilder(
+            "pdf",
+            parser=PARSER,
+            parser_version=PARSER_VERSION,
+            unit=UNIT,
+            options=request.options(),
+            measure_blocks=True,
         )
         builder.attrs["pages"] = n_pages
         outline = _read_outline(pdf, n_pages, limits.pdf_max_outline_entries)
         if outline:
             builder.attrs["outline"] = True
-        budget = int(request.max_output_bytes * limits.output_share_paged)
+        budget = ctx.output_budget(BudgetKind.PAGED)
+        budget.charge(2048)  # the pages read so far, estimated before any block is made
         pages: list[PageResult] = []
-        used = 2048
         ocr = _OcrReader(limits)
         for index in range(n_pages):
-            if used > budget:
+            if budget.over(budget.used):
                 pages.append(PageResult(index + 1, status="cut"))
                 continue
-            result = _read_page(pdf, index, ocr)
-            used += _estimate(result)
+            result = _read_page(pdf, index, limits, ocr)
+            budget.charge(_estimate(result))
             pages.append(result)
         _emit(builder, pages, outline, budget)
         return builder.build()
@@ -337,7 +342,7 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 # One page
 
 
-def _read_page(pdf: pdfium.PdfDocument, index: int, ocr: _OcrReader | None = None) -> PageResult:
+def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrReader | None = None) -> PageResult:
     result = PageResult(index + 1)
     try:
         page = pdf[index]
@@ -356,7 +361,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, ocr: _OcrReader | None = Non
         text = _page_text(raw, n) if n > 0 else ""
         result.unmapped = text.count("\x00")
         if not text.strip():
-            if _has_image(page.raw):
+            if _has_image(page.raw, limits.pdf_max_form_depth):
                 result.status = "scanned"
                 result.ocr = ocr.scanned(page) if ocr is not None else None
             return result
@@ -364,7 +369,9 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, ocr: _OcrReader | None = Non
         try:
             segs = _segments(raw, text, rotation)
             if segs:
-                result.items = _layout_page(page.raw, raw, segs, rotation, result.tables_abandoned, text=text)
+                result.items = _layout_page(
+                    page.raw, raw, segs, rotation, limits, abandoned=result.tables_abandoned, text=text
+                )
         except (ValueError, OverflowError, ZeroDivisionError, IndexError):
             # geometry pdfium reports for a broken page (NaN or infinite positions...): keep its text, in
             # pdfium's order, one paragraph per line
@@ -446,7 +453,7 @@ def _drop_unmapped(raw: Any, text: str) -> str:
     return text if out is None else "".join(out)
 
 
-def _has_image(page_raw: Any) -> bool:
+def _has_image(page_raw: Any, max_form_depth: int) -> bool:
     stack: list[tuple[Any, int, bool]] = [(page_raw, 0, False)]
     while stack:
         holder, depth, is_form = stack.pop()
@@ -458,7 +465,7 @@ def _has_image(page_raw: Any) -> bool:
             kind = R.FPDFPageObj_GetType(obj)
             if kind == R.FPDF_PAGEOBJ_IMAGE:
                 return True
-            if kind == R.FPDF_PAGEOBJ_FORM and depth < LIMITS.pdf_max_form_depth:
+            if kind == R.FPDF_PAGEOBJ_FORM and depth < max_form_depth:
                 stack.append((obj, depth + 1, True))
     return False
 
@@ -813,8 +820,9 @@ def _layout_page(
     raw: Any,
     segs: list[Seg],
     rotation: int,
-    abandoned: list[str] | None = None,
+    limits: Limits,
     *,
+    abandoned: list[str] | None = None,
     text: str | None = None,
 ) -> list[Para | TableItem]:
     """The page's paragraphs and tables in reading order; why ruled-table detection gave up, if it did, in
@@ -835,7 +843,7 @@ def _layout_page(
         if frame in (0, 90, 180, 270) and len(fsegs) >= 4:
             if edges_user is None:
                 try:
-                    edges_user = _ruling_edges(page_raw)
+                    edges_user = _ruling_edges(page_raw, limits)
                 except TablesAbandoned as exc:
                     abandoned.append(str(exc))
                     edges_user = ([], [])
@@ -843,7 +851,9 @@ def _layout_page(
                 if text is None:
                     n = R.FPDFText_CountChars(raw)
                     text = _page_text(raw, n)
-                fsegs, ruled = _ruled_tables(raw, text, fsegs, edges_user, frame, abandoned=abandoned)
+                fsegs, ruled = _ruled_tables(
+                    raw, text, fsegs, edges_user, frame, abandoned=abandoned, max_table_cells=limits.pdf_max_table_cells
+                )
                 tables.extend(ruled)
         if len(fsegs) >= 6:
             fsegs, aligned = _aligned_tables(fsegs)
@@ -1178,7 +1188,7 @@ class TablesAbandoned(Exception):
     """Ruled-table detection gave up on a page (past a bound): its text stays paragraphs, and the artifact says so."""
 
 
-def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
+def _ruling_edges(page_raw: Any, limits: Limits) -> tuple[list[Edge], list[Edge]]:
     """Horizontal and vertical line pieces drawn on the page (user space); TablesAbandoned past the path bounds."""
     hs: list[Edge] = []
     vs: list[Edge] = []
@@ -1188,8 +1198,8 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
     fill = ctypes.c_int()
     stroke = ctypes.c_int()
     px, py = ctypes.c_float(), ctypes.c_float()
-    budget_objects = LIMITS.pdf_max_path_objects
-    budget_segments = LIMITS.pdf_max_path_segments
+    budget_objects = limits.pdf_max_path_objects
+    budget_segments = limits.pdf_max_path_segments
     stack: list[tuple[Any, tuple[float, ...], int, bool]] = [(page_raw, identity, 0, False)]
     while stack:
         holder, ctm, depth, is_form = stack.pop()
@@ -1200,14 +1210,14 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
                 continue
             kind = R.FPDFPageObj_GetType(obj)
             if kind == R.FPDF_PAGEOBJ_FORM:
-                if depth < LIMITS.pdf_max_form_depth and R.FPDFPageObj_GetMatrix(obj, fm):
+                if depth < limits.pdf_max_form_depth and R.FPDFPageObj_GetMatrix(obj, fm):
                     stack.append((obj, _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm), depth + 1, True))
                 continue
             if kind != R.FPDF_PAGEOBJ_PATH:
                 continue
             budget_objects -= 1
             if budget_objects < 0:
-                raise TablesAbandoned(f"the page draws more than {LIMITS.pdf_max_path_objects:,} paths")
+                raise TablesAbandoned(f"the page draws more than {limits.pdf_max_path_objects:,} paths")
             if R.FPDFPath_GetDrawMode(obj, fill, stroke) and not fill.value and not stroke.value:
                 continue
             if not R.FPDFPageObj_GetBounds(obj, fl, fb, fr, ft):
@@ -1232,7 +1242,7 @@ def _ruling_edges(page_raw: Any) -> tuple[list[Edge], list[Edge]]:
                 continue
             budget_segments -= nseg
             if budget_segments < 0:
-                raise TablesAbandoned(f"the page's paths have more than {LIMITS.pdf_max_path_segments:,} segments")
+                raise TablesAbandoned(f"the page's paths have more than {limits.pdf_max_path_segments:,} segments")
             if not R.FPDFPageObj_GetMatrix(obj, fm):
                 continue
             mtx = _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm)
@@ -1322,7 +1332,14 @@ def _cluster(values: list[float], tol: float) -> list[float]:
 
 
 def _ruled_tables(
-    raw: Any, text: str, segs: list[Seg], edges_user: tuple[list[Edge], list[Edge]], frame: int, *, abandoned: list[str]
+    raw: Any,
+    text: str,
+    segs: list[Seg],
+    edges_user: tuple[list[Edge], list[Edge]],
+    frame: int,
+    *,
+    abandoned: list[str],
+    max_table_cells: int,
 ) -> tuple[list[Seg], list[TableItem]]:
     hs, vs = _edges_in_frame(edges_user[0], edges_user[1], frame)
     hs = [e for e in _merge_edges(hs) if e[2] - e[1] >= 4.0]
@@ -1371,8 +1388,8 @@ def _ruled_tables(
         xs = _cluster([e[0] for e in cv], 2.0)
         if len(ys) < 3 and len(xs) < 3:
             continue  # a single box: a frame around text, not a table
-        if (len(ys) - 1) * (len(xs) - 1) > LIMITS.pdf_max_table_cells:
-            abandoned.append(f"a grid of more than {LIMITS.pdf_max_table_cells:,} cells")
+        if (len(ys) - 1) * (len(xs) - 1) > max_table_cells:
+            abandoned.append(f"a grid of more than {max_table_cells:,} cells")
             continue
         bx0, bx1 = xs[0], xs[-1]
         by0, by1 = ys[0], ys[-1]
@@ -1747,7 +1764,9 @@ def _font_headings(pages: list[PageResult]) -> dict[int, int]:
     return out
 
 
-def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple[int, str, int]], budget: int) -> None:
+def _emit(
+    builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple[int, str, int]], budget: OutputBudget
+) -> None:
     headings: dict[int, int] = {}
     if outline:
         headings = _outline_headings(pages, outline)
@@ -1763,7 +1782,7 @@ def _emit(builder: ArtifactBuilder, pages: list[PageResult], outline: list[tuple
     table_no = 0
     for page in pages:
         p = page.number
-        if page.status == "cut" or builder.text_chars > budget:
+        if page.status == "cut" or budget.over(builder.text_chars):
             cut = True
         if cut:
             builder.fail(f"page {p}", CUT_REASON)

@@ -43,11 +43,12 @@ from extract_fn.formats.ooxml_drawing import (
     r_attr,
     report_pictures,
 )
-from extract_fn.formats.ooxml_text import MC_NS, SizedBuilder, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, local, main_part, parse_part, read_rels
+from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.pptx_numbering import AutoNumbers
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
-from extract_fn.limits import LIMITS, Limits
+from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -222,6 +223,7 @@ class _Deck:
 
         self.zf = zf
         self.builder = builder
+        self.limits = limits
         self.pictures = 0  # pictures placed whose pixels were not read (OCR off or refused, ink, not a raster)
         self.ocr = PictureReader(zf, limits)  # OCR of picture shapes (extract_fn.ocr.pictures)
         self.charts = ChartCache()
@@ -270,8 +272,8 @@ class _Deck:
         failures: list[tuple[int, str]] = []
         if tree is not None:
             for n, shape, depth in _shapes(tree):
-                if depth > LIMITS.pptx_max_group_depth:
-                    failures.append((n, f"shape nested more than {LIMITS.pptx_max_group_depth} groups deep"))
+                if depth > self.limits.pptx_max_group_depth:
+                    failures.append((n, f"shape nested more than {self.limits.pptx_max_group_depth} groups deep"))
                     continue
                 try:
                     kind, text, attrs = self.shape(shape, rels)
@@ -450,14 +452,16 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
         for sid in slide_ids:
             if local(sid.tag) == "sldId":
                 order.append(rels.get(_rid(sid) or ""))
-    builder = SizedBuilder(KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options())
+    builder = ArtifactBuilder(
+        KIND, parser=PARSER, parser_version=PARSER_VERSION, unit=UNIT, options=request.options(), measure_blocks=True
+    )
     builder.attrs["slides"] = len(order)
-    budget = int(request.max_output_bytes * request.limits.output_share_paged)
+    budget = output_budget(request, BudgetKind.PAGED)
     deck = _Deck(zf, builder, request.limits)
     extracted = 0
     cut = False
     for number, part in enumerate(order, start=1):
-        if cut or builder.text_chars > budget:
+        if cut or budget.over(builder.text_chars):
             cut = True
             builder.fail(f"slide {number}", CUT_REASON)
             continue

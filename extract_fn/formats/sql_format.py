@@ -3,7 +3,8 @@
 Decisions (documented for the artifact's readers):
 
 * **Decoding**: ``text_decoding.decode_text`` (a byte-order mark wins, else the ``encoding`` option, else strict
-  UTF-8; what does not decode is the ``encoding`` error). Character offsets count code points of the decoded text
+  UTF-8; what does not decode is the ``encoding`` error, and so is UTF-16/32 without a byte-order mark read as UTF-8,
+  ``text_decoding.refuse_wide_text``). Character offsets count code points of the decoded text
   (after any BOM), ``char_end`` exclusive, so ``text[char_start:char_end] == block.text`` always holds.
 * **Splitting** is ours, never the parser's. The scanner knows, per dialect (read from sqlglot's tokenizer for the
   ``sql_dialect`` option; generic when there is none): single-quoted strings with ``''`` and, where the dialect has
@@ -68,8 +69,8 @@ from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, GcPolicy, format_module
-from extract_fn.limits import LIMITS
-from extract_fn.text_decoding import decode_text
+from extract_fn.formats.output_budget import BudgetKind, output_budget
+from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_SQL_STRUCTURE, ErrorCode, ExtractionError
 
@@ -833,60 +834,59 @@ class Scanner:
         """One word of a procedural statement (ending at ``i``): updates the block stack. Returns where scanning
         goes on and, when not None, where the statement ends (an END that closes the outermost block and is
         followed by a new statement, as T-SQL writes them without a semicolon)."""
-        stack = st.stack
-        here = (len(stack), st.depth)
         if w == "BEGIN":
-            kind, val, _ = self.peek(i)
-            if (kind == "P" and val == ";") or (kind == "W" and val in _BEGIN_NOT_BLOCK):
-                return i, None  # a transaction
-            if stack and stack[-1].kind == "DECL" and not stack[-1].begun:
-                stack[-1].begun = True
-            else:
-                stack.append(_Frame("BEGIN"))
-            st.pending_if = st.pending_loop = None
-            st.pending_sub = False
+            self._begin(i, st)
         elif w == "CASE":
-            stack.append(_Frame("CASE"))
+            st.stack.append(_Frame("CASE"))
         elif w == "END":
-            kind, val, at = self.peek(i)
-            family = _END_FAMILIES.get(val) if kind == "W" else None
-            if family is not None:
-                i = at + len(val)
-                if stack and stack[-1].kind == family:
-                    stack.pop()
-            elif stack:
+            return self._end(i, st, custom)
+        elif w in _CONTROL_WORDS:
+            _control_word(w, st)
+        elif w in _SUBPROGRAM_WORDS:
+            self._subprogram_word(w, i, st)
+        elif not st.stack and w in STATEMENT_KEYWORDS:
+            st.pending_sub = False  # the body started without IS/AS (MySQL, T-SQL)
+        return i, None
+
+    def _begin(self, i: int, st: _BodyState) -> None:
+        """BEGIN: a block (or the body of a declaration section), unless it begins a transaction."""
+        kind, val, _ = self.peek(i)
+        if (kind == "P" and val == ";") or (kind == "W" and val in _BEGIN_NOT_BLOCK):
+            return  # a transaction
+        stack = st.stack
+        if stack and stack[-1].kind == "DECL" and not stack[-1].begun:
+            stack[-1].begun = True
+        else:
+            stack.append(_Frame("BEGIN"))
+        st.pending_if = st.pending_loop = None
+        st.pending_sub = False
+
+    def _end(self, i: int, st: _BodyState, custom: bool) -> tuple[int, int | None]:
+        """END (``END IF``, ``END LOOP``...): closes a block; the statement ends after the outermost one when a new
+        statement follows."""
+        stack = st.stack
+        kind, val, at = self.peek(i)
+        family = _END_FAMILIES.get(val) if kind == "W" else None
+        if family is not None:
+            i = at + len(val)
+            if stack and stack[-1].kind == family:
                 stack.pop()
-            if not stack and not custom:
-                kind2, val2, _ = self.peek(i)
-                if kind2 == "W" and val2 in STATEMENT_KEYWORDS:
-                    return i, i
-        elif w == "IF":
-            if st.prev in _STMT_POSITION:
-                st.pending_if = here
-        elif w == "THEN":
-            if st.pending_if == here:
-                stack.append(_Frame("IF"))
-                st.pending_if = None
-        elif w in ("WHILE", "FOR"):
-            if st.prev in _STMT_POSITION:
-                st.pending_loop = here
-        elif w in ("DO", "LOOP"):
-            if st.pending_loop == here:
-                stack.append(_Frame("LOOP"))
-                st.pending_loop = None
-            elif w == "LOOP" and st.prev in _STMT_POSITION:
-                stack.append(_Frame("LOOP"))
-        elif w == "REPEAT":
-            if st.prev in _STMT_POSITION:
-                stack.append(_Frame("REPEAT"))
-        elif w == "DECLARE":
+        elif stack:
+            stack.pop()
+        if not stack and not custom:
+            kind2, val2, _ = self.peek(i)
+            if kind2 == "W" and val2 in STATEMENT_KEYWORDS:
+                return i, i
+        return i, None
+
+    def _subprogram_word(self, w: str, i: int, st: _BodyState) -> None:
+        """DECLARE, FUNCTION/PROCEDURE/PROC/PACKAGE, TYPE BODY, IS/AS: declaration sections and subprogram heads."""
+        stack = st.stack
+        if w == "DECLARE":
             if not stack:
                 _, _, at = self.peek(i)
                 if not self.text.startswith("@", at):
                     stack.append(_Frame("DECL", from_declare=True))
-        elif w in ("FUNCTION", "PROCEDURE", "PROC", "PACKAGE"):
-            if st.depth == 0 and (not stack or (stack[-1].kind == "DECL" and not stack[-1].begun)):
-                st.pending_sub = True
         elif w == "TYPE":
             kind, val, _ = self.peek(i)
             if kind == "W" and val == "BODY" and st.depth == 0 and not stack:
@@ -899,9 +899,8 @@ class Scanner:
                 no_section = no_section or (kind == "W" and (val in _NO_BODY_AFTER_AS or val in STATEMENT_KEYWORDS))
                 if not no_section:
                     stack.append(_Frame("DECL"))  # Oracle's declaration section: its semicolons end nothing
-        elif not stack and w in STATEMENT_KEYWORDS:
-            st.pending_sub = False  # the body started without IS/AS (MySQL, T-SQL)
-        return i, None
+        elif st.depth == 0 and (not stack or (stack[-1].kind == "DECL" and not stack[-1].begun)):
+            st.pending_sub = True  # FUNCTION, PROCEDURE, PROC, PACKAGE
 
     def _after_terminator(
         self, result: tuple[Statement | None, int, str], head: list[_Tok]
@@ -925,6 +924,34 @@ class Scanner:
         data_end = m.start()
         stmt.copy_data = (nl + 1, data_end)
         return stmt, m.end(), delim
+
+
+_CONTROL_WORDS: Final = frozenset({"IF", "THEN", "WHILE", "FOR", "DO", "LOOP", "REPEAT"})
+_SUBPROGRAM_WORDS: Final = frozenset({"DECLARE", "FUNCTION", "PROCEDURE", "PROC", "PACKAGE", "TYPE", "IS", "AS"})
+
+
+def _control_word(w: str, st: _BodyState) -> None:
+    """IF ... THEN, WHILE/FOR ... DO/LOOP, LOOP, REPEAT: control blocks, opened where a statement may start."""
+    stack = st.stack
+    here = (len(stack), st.depth)
+    if w == "IF":
+        if st.prev in _STMT_POSITION:
+            st.pending_if = here
+    elif w == "THEN":
+        if st.pending_if == here:
+            stack.append(_Frame("IF"))
+            st.pending_if = None
+    elif w in ("WHILE", "FOR"):
+        if st.prev in _STMT_POSITION:
+            st.pending_loop = here
+    elif w in ("DO", "LOOP"):
+        if st.pending_loop == here:
+            stack.append(_Frame("LOOP"))
+            st.pending_loop = None
+        elif w == "LOOP" and st.prev in _STMT_POSITION:
+            stack.append(_Frame("LOOP"))
+    elif st.prev in _STMT_POSITION:  # REPEAT
+        stack.append(_Frame("REPEAT"))
 
 
 _NAME_OK: Final = re.compile(r"[^\W_]|_")  # a name holds at least one word character
@@ -1479,6 +1506,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
             ErrorCode.INVALID_OPTION, f"sql_dialect {request.sql_dialect!r} is unknown: {e}"
         ) from None
     decoded = decode_text(data, option=request.encoding)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text = decoded.text
     builder = ArtifactBuilder(
         "sql", parser=PARSER, parser_version=PARSER_VERSION, unit="statements", options=request.options()
@@ -1507,10 +1535,10 @@ def _extract(
     parser = StatementParser(dialect)
     total = len(statements)
     extracted = 0
+    limits = request.limits
     parse_started = time.perf_counter()
     budget_hit_at: int | None = None  # index of the first statement not parsed for the time budget
-    out_budget = max(0, request.max_output_bytes - request.limits.output_reserve_keyed)
-    spent = 0
+    budget = output_budget(request, BudgetKind.KEYED)
     cut_at: int | None = None
     for idx, st in enumerate(statements):
         number = idx + 1
@@ -1521,10 +1549,10 @@ def _extract(
         reason: str | None
         if budget_hit_at is not None:
             reason = None  # reported once for the whole run
-        elif len(sql) > LIMITS.sql_max_parse_chars:
-            reason = f"not parsed: {len(sql)} characters, over the {LIMITS.sql_max_parse_chars} a statement may have"
-        elif st.max_depth > LIMITS.sql_max_paren_depth:
-            reason = f"not parsed: parentheses nested {st.max_depth} deep, over {LIMITS.sql_max_paren_depth}"
+        elif len(sql) > limits.sql_max_parse_chars:
+            reason = f"not parsed: {len(sql)} characters, over the {limits.sql_max_parse_chars} a statement may have"
+        elif st.max_depth > limits.sql_max_paren_depth:
+            reason = f"not parsed: parentheses nested {st.max_depth} deep, over {limits.sql_max_paren_depth}"
         elif time.perf_counter() - parse_started > request.limits.sql_parse_budget_s:
             budget_hit_at = idx
             reason = None
@@ -1535,10 +1563,9 @@ def _extract(
         cost = _byte_estimate(sql) + 160 + sum(len(k) + 4 for k in keys) * 2
         if st.copy_data is not None:
             cost += _byte_estimate(text[st.copy_data[0] : st.copy_data[1]]) + 120
-        if spent + cost > out_budget:
+        if not budget.take_bytes(cost):
             cut_at = idx
             break
-        spent += cost
         if exprs is not None:
             extracted += 1
         elif reason is not None:

@@ -33,14 +33,12 @@ from typing import Any, Final
 
 import orjson
 
-from extract_fn.limits import LIMITS
+from extract_fn.formats.output_budget import OutputBudget
 from shared.artifact_builder import ArtifactBuilder, clean_value
 from shared.contract import (
     INT64_MAX,
     INT64_MIN,
     MAX_COLUMNS,
-    ErrorCode,
-    ExtractionError,
 )
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -329,32 +327,6 @@ def _prefixed_text(prefixes: Sequence[str], row: Sequence[Any]) -> str:
 
 
 @dataclass
-class OutputBudget:
-    """Bytes of artifact left to spend. ``reserve`` is kept for the envelope (coverage, warnings, columns)."""
-
-    max_bytes: int
-    reserve: int = LIMITS.output_reserve_table
-    spent: int = 0
-    cut: bool = False  # True once a table had to be cut
-
-    @property
-    def remaining(self) -> int:
-        return self.max_bytes - self.reserve - self.spent
-
-    def spend(self, n: int) -> None:
-        self.spent += n
-
-    def require(self, n: int, what: str) -> None:
-        """Spend ``n`` bytes that cannot be left out (a table's columns), or end in resource_limit."""
-        if n > self.remaining:
-            raise ExtractionError(
-                ErrorCode.RESOURCE_LIMIT,
-                f"{what} alone needs about {n} bytes of output, over the artifact budget of {self.max_bytes} bytes",
-            )
-        self.spend(n)
-
-
-@dataclass
 class RowBlockSpec:
     """How a table's row blocks are made."""
 
@@ -383,15 +355,15 @@ def _within(budget: OutputBudget, chunk: Sequence[list[Any]]) -> Callable[[list[
     def fit(blocks: list[dict[str, Any] | None]) -> int:
         size = _json_len(chunk) + len(orjson.dumps([b for b in blocks if b is not None]))
         if size <= budget.remaining:
-            budget.spend(size)
+            budget.charge(size)
             return len(chunk)
         take = 0
         for row, block in zip(chunk, blocks, strict=True):
             s = _json_len(row) + 1 + (len(orjson.dumps(block)) + 1 if block is not None else 0)
             if s > budget.remaining:
-                budget.cut = True
+                budget.exhausted = True
                 break
-            budget.spend(s)
+            budget.charge(s)
             take += 1
         return take
 
@@ -419,7 +391,7 @@ def fit_rows(
     kept = 0
     n = len(rows)
     start = 0
-    while start < n and not budget.cut:
+    while start < n and not budget.exhausted:
         end = min(start + CHUNK_ROWS, n)
         chunk = rows[start:end]
         take = builder.add_row_blocks(

@@ -3,7 +3,7 @@
 Decoding: ``extract_fn.text_decoding.decode_text`` (a byte-order mark, else the ``encoding`` option, else strict
 UTF-8; what does not decode is the ``encoding`` error naming the byte offset). UTF-16 or UTF-32 without a byte-order
 mark, which strict UTF-8 would read as text with NULs between the characters, is the ``encoding`` error too
-(``textblocks.refuse_wide_text``).
+(``text_decoding.refuse_wide_text``).
 
 Lines: a line ends at ``\\n``, ``\\r\\n`` or ``\\r`` (so CRLF, CR-only and mixed files number their lines the same
 way an editor does); lines are numbered from 1. A line is blank when it holds only whitespace (``str.isspace``).
@@ -32,15 +32,14 @@ from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
-    OutputBudget,
     count_line_breaks,
     line_ranges_label,
     normalize_newlines,
-    refuse_wide_text,
 )
-from extract_fn.text_decoding import decode_text
+from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 
 PARSER: Final = "loom-text"
@@ -67,14 +66,14 @@ extract = format_module(_body)
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     decoded = decode_text(data, option=request.encoding)
-    refuse_wide_text(data, decoded.source)
+    refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
     text = decoded.text
     del data
     builder = ArtifactBuilder(
         "text", parser=PARSER, parser_version=PARSER_VERSION, unit="lines", options=request.options()
     )
     builder.attrs["encoding"] = decoded.encoding
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TEXT)
     budget.charge(256)
 
     has_cr = "\r" in text

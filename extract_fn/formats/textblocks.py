@@ -4,11 +4,9 @@
   terminator is not part of the line); lines are numbered from 1; offsets are code points of the decoded text.
 - ``SectionTracker``: the heading stack that gives ``section_path`` and a block's enclosing heading (``parent``).
 - ``Slugger``: GitHub-style heading anchors (``Hello, World!`` -> ``hello-world``, repeats get ``-1``, ``-2``).
-- ``OutputBudget``: the artifact's size so far, measured as the JSON the block will serialize to, so a module stops
-  adding blocks before ``request.max_output_bytes`` and never exceeds it.
 - ``line_ranges_label``: a failed unit's name (``line 7``, ``lines 7-12``).
-- ``refuse_wide_text``: the ``encoding`` error for UTF-16/UTF-32 text without a byte-order mark, which strict UTF-8
-  would otherwise "decode" as text with a NUL between every character.
+
+(The wide-text policy, UTF-16/32 without a byte-order mark, is ``extract_fn.text_decoding.refuse_wide_text``.)
 """
 
 from __future__ import annotations
@@ -17,13 +15,7 @@ import re
 import unicodedata
 from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
-from typing import Any, Final
-
-import orjson
-
-from extract_fn.limits import LIMITS
-from shared.contract import ErrorCode, ExtractionError
+from typing import Final
 
 LINE_BREAK_RE: Final = re.compile(r"\r\n|\r|\n")
 
@@ -175,81 +167,9 @@ class Slugger:
         return slug
 
 
-class OutputBudget:
-    """Bytes left for blocks before the artifact would pass ``max_output_bytes``.
-
-    A block costs the JSON its text, section path, keys and attrs serialize to plus ``BLOCK_OVERHEAD`` for its id,
-    type, parent, depth and locator; ``reserve`` keeps room for the envelope (coverage with its failed units,
-    warnings, artifact attrs). Once a block does not fit the budget is exhausted for good, so a module stops in
-    reading order rather than skipping one big block and keeping later small ones.
-    """
-
-    BLOCK_OVERHEAD: Final = 320
-
-    __slots__ = ("exhausted", "limit", "used")
-
-    def __init__(self, max_output_bytes: int, *, reserve: int | None = None) -> None:
-        if reserve is None:
-            reserve = min(LIMITS.output_reserve_text, max_output_bytes // 2)
-        self.limit = max(0, max_output_bytes - reserve)
-        self.used = 0
-        self.exhausted = False
-
-    def charge(self, nbytes: int) -> None:
-        """Count bytes spent outside blocks (artifact attrs, a title)."""
-        self.used += nbytes
-
-    def take(self, text: str, section_path: Sequence[str], keys: Sequence[str], attrs: dict[str, Any] | None) -> bool:
-        """Reserve room for one block; False (and exhausted from now on) when it does not fit."""
-        if self.exhausted:
-            return False
-        # The text's length is a lower bound of its JSON: a block that cannot fit is refused before orjson, which
-        # reserves ~8 bytes per character up front (a huge line could pass the worker's memory limit).
-        if self.used + len(text) + self.BLOCK_OVERHEAD > self.limit:
-            self.exhausted = True
-            return False
-        size = len(orjson.dumps((text, section_path, keys, attrs))) + self.BLOCK_OVERHEAD
-        if self.used + size > self.limit:
-            self.exhausted = True
-            return False
-        self.used += size
-        return True
-
-
 def line_ranges_label(start: int, end: int) -> str:
     """``line 7`` or ``lines 7-12`` (1-based, inclusive)."""
     return f"line {start}" if start == end else f"lines {start}-{end}"
 
 
 OUTPUT_LIMIT_REASON: Final = "not extracted: the artifact reached its output limit (max_output_bytes)"
-
-
-def refuse_wide_text(data: bytes, source: str) -> None:
-    """Raise the ``encoding`` error when UTF-8 by default read what is really UTF-16 or UTF-32 without a BOM.
-
-    ASCII-range UTF-16 is valid UTF-8 (every other byte a NUL), so strict decoding alone lets it through. Called
-    only for text decoded by the default (``source == "default"``): no BOM, no declaration, no ``encoding`` option.
-    The sign is NULs in one byte position of each 2 (or 4) and almost none in the others; a body of nothing but
-    NULs is not this (it is left to the format's sniffing, and decodes as text).
-    """
-    if source != "default" or b"\x00" not in data[: LIMITS.wide_text_sample]:
-        return
-    sample = data[: LIMITS.wide_text_sample]
-    for width, codec in ((4, "utf-32"), (2, "utf-16")):
-        if len(sample) < width * 2:
-            continue
-        lanes = [sample[i::width] for i in range(width)]
-        nul = [lane.count(0) / len(lane) for lane in lanes]
-        text_lanes = [i for i, share in enumerate(nul) if share < 0.05]
-        if len(text_lanes) != 1 or any(share < 0.5 for i, share in enumerate(nul) if i != text_lanes[0]):
-            continue
-        endian = "le" if text_lanes[0] == 0 else "be" if text_lanes[0] == width - 1 else None
-        if endian is None:
-            continue
-        offset = data.index(b"\x00")
-        raise ExtractionError(
-            ErrorCode.ENCODING,
-            f"the text does not decode as UTF-8 (no encoding option was given): NUL bytes from byte offset {offset} "
-            f"at every {width}th position look like {codec.upper()}-{endian.upper()} without a byte-order mark; "
-            f"send the right codec in the encoding option (encoding={codec}-{endian})",
-        )

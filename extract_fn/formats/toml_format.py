@@ -3,10 +3,10 @@
 Decisions (documented for the artifact's readers):
 
 * **Decoding**: TOML is UTF-8 by definition. One UTF-8 byte-order mark at the very start is dropped (line numbers
-  are unaffected). Bytes that are not UTF-8, a UTF-16/UTF-32 byte-order mark, UTF-16/32 text without one (NUL bytes
-  in every other position), and a byte-order mark or a non-ASCII space character (U+3000, U+00A0, ...) where the
-  parser stops are the ``encoding`` error. The ``encoding`` option may only name UTF-8 (``utf-8``, ``utf8``,
-  ``utf-8-sig``...): any other codec is ``invalid_option``.
+  are unaffected). Bytes that are not UTF-8, a UTF-16/UTF-32 byte-order mark, UTF-16/32 text without one (the one
+  wide-text policy, ``text_decoding.refuse_wide_text``), and a byte-order mark or a non-ASCII space character
+  (U+3000, U+00A0, ...) where the parser stops are the ``encoding`` error. The ``encoding`` option may only name
+  UTF-8 (``utf-8``, ``utf8``, ``utf-8-sig``...): any other codec is ``invalid_option``.
 * **Validation and values** are ``tomllib``'s (TOML 1.0). A file it rejects is ``corrupt`` with its message,
   which names the line and column. Nesting too deep for it (a ``RecursionError``) is ``resource_limit``. An
   integer outside signed 64 bits, which TOML 1.0 forbids and tomllib accepts, is ``corrupt`` too. For speed the
@@ -65,23 +65,20 @@ import re
 import sys
 import tomllib
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.limits import LIMITS
-from shared.artifact_builder import ArtifactBuilder, clean_str, cut_keys, cut_section_path
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
+from extract_fn.limits import Limits
+from extract_fn.text_decoding import refuse_wide_text
+from shared.artifact_builder import ArtifactBuilder, BlockRow
 from shared.contract import (
     INT64_MAX,
     INT64_MIN,
-    LOST_EXACT_KEYS,
-    LOST_SECTION_PATH,
-    MAX_KEY_CHARS,
     MAX_NESTING,
-    MAX_SECTION_CHARS,
-    MAX_SECTION_ENTRIES,
     ErrorCode,
     ExtractionError,
 )
@@ -276,8 +273,12 @@ def _inline_keys(prefix: str, value: dict[str, Any], out: list[str], depth: int 
 # Decoding
 
 
-def decode_toml(data: bytes, encoding_option: str | None) -> tuple[str, bool]:
-    """The text (without a leading UTF-8 BOM) and whether there was one."""
+_WIDE_ADVICE: Final = "TOML must be UTF-8 (TOML 1.0): convert the file from {codec} to UTF-8"
+
+
+def decode_toml(data: bytes, encoding_option: str | None, wide_sample: int) -> tuple[str, bool]:
+    """The text (without a leading UTF-8 BOM) and whether there was one; UTF-16/32 without a BOM is refused by the
+    one wide-text policy (``text_decoding.refuse_wide_text``, on the first ``wide_sample`` bytes)."""
     if encoding_option is not None:
         try:
             name = codecs.lookup(encoding_option).name
@@ -295,16 +296,7 @@ def decode_toml(data: bytes, encoding_option: str | None) -> tuple[str, bool]:
         raise ExtractionError(ErrorCode.ENCODING, "the file starts with a UTF-16 byte-order mark: TOML must be UTF-8")
     bom = data.startswith(codecs.BOM_UTF8)
     body = data[3:] if bom else data
-    if b"\x00" in body:
-        even = body[0::2].count(0)
-        odd = body[1::2].count(0)
-        half = len(body) // 2
-        if half and max(even, odd) * 2 >= half:
-            raise ExtractionError(
-                ErrorCode.ENCODING,
-                f"the file is {max(even, odd)} NUL bytes in every other position: UTF-16 or UTF-32 text, "
-                "but TOML must be UTF-8",
-            )
+    refuse_wide_text(body, "default", wide_sample, _WIDE_ADVICE)
     try:
         return body.decode("utf-8"), bom
     except UnicodeDecodeError as e:
@@ -334,17 +326,17 @@ def nesting_bound(text: str) -> int | None:
     return deepest + 1  # a pair skipped whole may sit on the deepest
 
 
-def _rs_safe(text: str) -> bool:
+def _rs_safe(text: str, max_depth: int) -> bool:
     if text.startswith("\ufeff"):  # a second BOM: toml-rs skips one, TOML allows none here
         return False
-    if text.count("[") + text.count("{") <= LIMITS.toml_rs_max_depth:
+    if text.count("[") + text.count("{") <= max_depth:
         return True
     bound = nesting_bound(text)
-    return bound is not None and bound <= LIMITS.toml_rs_max_depth
+    return bound is not None and bound <= max_depth
 
 
-def _load(text: str) -> dict[str, Any]:
-    if toml_rs is not None and _rs_safe(text):
+def _load(text: str, limits: Limits) -> dict[str, Any]:
+    if toml_rs is not None and _rs_safe(text, limits.toml_rs_max_depth):
         try:
             return toml_rs.loads(text, toml_version="1.0.0")
         except Exception:  # noqa: S110 - tomllib decides every refusal and words its message
@@ -524,40 +516,6 @@ class TomlScanner:
 # Blocks
 
 
-def make_block(
-    builder: ArtifactBuilder,
-    index: int,
-    type: str,
-    text: str,
-    *,
-    parent: str | None,
-    section_path: Sequence[str],
-    locator: dict[str, Any],
-    keys: Sequence[str],
-    attrs: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """The block ``builder.add_block`` would append as block ``index`` (ids ``b0``, ``b1``...), with its section
-    path and keys cut and marked the same way (and the same ``builder.lose``), for the values this module passes:
-    JSON values without NaN, big integers or nesting past the contract's, the parent an earlier block."""
-    block_attrs = dict(attrs) if attrs else {}
-    block: dict[str, Any] = {"id": f"b{index}", "type": type, "text": clean_str(text)}
-    if parent is not None:
-        block["parent"] = parent
-    section, section_cut = cut_section_path(section_path)
-    if section_cut:
-        block_attrs["section_truncated"] = True
-        builder.lose(LOST_SECTION_PATH)
-    block["section_path"] = section
-    block["locator"] = locator
-    block["keys"], keys_cut = cut_keys(keys)
-    if keys_cut:
-        block_attrs["keys_truncated"] = True
-        builder.lose(LOST_EXACT_KEYS)
-    if block_attrs:
-        block["attrs"] = block_attrs
-    return block
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Entry point
 
@@ -567,7 +525,7 @@ def _byte_estimate(s: str) -> int:
 
 
 def _body(ctx: FormatContext) -> dict[str, Any]:
-    text, bom = decode_toml(ctx.data, ctx.request.encoding)
+    text, bom = decode_toml(ctx.data, ctx.request.encoding, ctx.limits.wide_text_sample)
     return _extract(text, bom, ctx.request)
 
 
@@ -628,37 +586,84 @@ def _datetime_value(value: dt.datetime, offsets: dict[Any, tuple[int, str]]) -> 
 
 
 def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
-    doc = _load(text)
+    doc = _load(text, request.limits)
     builder = ArtifactBuilder(
         "toml", parser=PARSER, parser_version=PARSER_VERSION, unit="keys", options=request.options()
     )
     if bom:
         builder.warn("a UTF-8 byte-order mark at the start of the file was dropped")
-    blocks = builder.blocks
-    append = blocks.append
-    out_budget = max(0, request.max_output_bytes - request.limits.output_reserve_keyed)
-    spent = 0
-    total = 0
-    extracted = 0
-    cut_line: int | None = None
-    # the table the keys are in: its node, path + "." (none at the top level), generic path + "." when it differs
-    # (under an array of tables), section path, whether that goes into blocks uncut, and its block
-    t_node: dict[str, Any] = doc
-    t_prefix = ""
-    t_gprefix: str | None = None
-    t_section: list[str] = []
-    t_fits = True
-    t_parent: str | None = None
-    aot_index: dict[str, int] = {}  # concrete path of an array of tables -> its current element
-    blocks_by_path: dict[str, str] = {}
-    seg_cache: dict[str, str] = {}
+    keys = _Keys(text, doc, builder, output_budget(request, BudgetKind.KEYED))
+    total, extracted = _walk(keys)
+    builder.add_blocks(keys.rows)
+    if keys.cut_line is not None:
+        builder.fail(
+            f"keys from line {keys.cut_line} on",
+            f"left out: the artifact reached its output limit ({request.max_output_bytes} bytes)",
+        )
+        builder.warn(f"the keys from line {keys.cut_line} on were left out at the output limit")
+    builder.coverage(total=total, extracted=extracted)
+    return builder.build()
+
+
+@dataclass(slots=True)
+class _Table:
+    """The table the keys that follow are in."""
+
+    node: dict[str, Any]
+    prefix: str  # its path + "." ("" at the top level)
+    gprefix: str | None  # its generic path + "." when that differs (under an array of tables)
+    section: list[str]
+    parent: str | None  # its block
+
+
+class _Keys:
+    """One extraction's state: the blocks so far (rows for ``ArtifactBuilder.add_blocks``, which cuts and marks
+    what passes the contract's bounds), the output budget, the current table, and the line the budget ran out at."""
+
+    def __init__(self, text: str, doc: dict[str, Any], builder: ArtifactBuilder, budget: OutputBudget) -> None:
+        self.text = text
+        self.doc = doc
+        self.builder = builder
+        self.budget = budget
+        self.rows: list[BlockRow] = []
+        self.first = len(builder.blocks)  # block ids continue the builder's numbering: b<first + row>
+        self.table = _Table(doc, "", None, [], None)
+        self.aot_index: dict[str, int] = {}  # concrete path of an array of tables -> its current element
+        self.blocks_by_path: dict[str, str] = {}
+        self.seg_cache: dict[str, str] = {}
+        self.cut_line: int | None = None
+
+    def next_id(self) -> str:
+        return f"b{self.first + len(self.rows)}"
+
+    def take(self, cost: int, line: int) -> bool:
+        """Spend ``cost`` of the budget for a block at ``line``; False (the cut noted) when it does not fit."""
+        if self.budget.take_bytes(cost):
+            return True
+        self.cut_line = line
+        return False
+
+
+def _walk(st: _Keys) -> tuple[int, int]:
+    """Read every line of the text into ``st.rows``; return (keys, keys whose block carries the value).
+
+    The common line (a bare key with a one-line value, or a plain ``[a.b]`` header) is read by ``_LINE_RE`` and,
+    for a key, made into its block here, with the state in locals (it is most of the work); anything else goes to
+    the general scanner (``TomlScanner``) and ``_header`` / ``_key_value``."""
+    text = st.text
+    rows = st.rows
+    add = rows.append
+    first = st.first
+    take = st.budget.take_bytes
     offsets: dict[Any, tuple[int, str]] = {}
     scanner = TomlScanner(text)
     line_match: Callable[..., re.Match[str] | None] = _LINE_RE.match
     n = len(text)
     pos = 0
     line = 1  # the line ``pos`` is on
-    item: Header | KeyValue
+    total = extracted = 0
+    t = st.table
+    item: Header | KeyValue | None
     while True:
         m = line_match(text, pos)
         if m is not None:
@@ -670,161 +675,33 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
             pos = m.end()
             if key is not None:  # ---- the common key: bare, with a one-line value
                 total += 1
-                if cut_line is not None:
+                if st.cut_line is not None:
                     continue
                 if comment is not None:
                     value_text += comment.rstrip(" \t\r")
-                value = t_node[key]
-                cls = value.__class__
-                if cls is str:
-                    vtype = "string"
-                elif cls is int:
-                    if not INT64_MIN <= value <= INT64_MAX:
-                        raise _big_int_error(line)
-                    vtype = "integer"
-                elif cls is bool:
-                    vtype = "bool"
-                elif cls is float and value - value == 0.0:  # finite
-                    vtype = "float"
-                elif cls is list:  # one line, no nesting: never too deep
-                    try:
-                        value = _list_value(value)
-                    except _BigInt:
-                        raise _big_int_error(line) from None
-                    vtype = "array"
-                elif cls is dt.datetime:
-                    value, vtype = _datetime_value(value, offsets)
-                else:  # a date, a time, NaN or an infinity (never an inline table: _LINE_RE takes no '{')
-                    value, vtype = json_value(value)
-                key_path = t_prefix + key
+                value, vtype = _simple_value(t.node[key], line, offsets)
+                key_path = t.prefix + key
                 block_text = f"{key_path} = {value_text}"
-                if t_gprefix is None:
+                if t.gprefix is None:
                     keys = [key_path]
                     cost = 3 * (len(key_path) + 8) + 200
                 else:
-                    keys = [key_path, t_gprefix + key]
+                    keys = [key_path, t.gprefix + key]
                     cost = 4 * (len(key_path) + 8) + 200
                 cost += 2 * (len(block_text) if block_text.isascii() else len(block_text.encode()))
-                if spent + cost > out_budget:
-                    cut_line = line
+                if not take(cost):
+                    st.cut_line = line
                     continue
-                spent += cost
                 locator = {"line_start": line, "line_end": line, "key_path": key_path}
                 attrs = {"value": value, "value_type": vtype}
-                if not t_fits or len(key_path) > MAX_KEY_CHARS:
-                    append(
-                        make_block(
-                            builder,
-                            len(blocks),
-                            "toml_key",
-                            block_text,
-                            parent=t_parent,
-                            section_path=t_section,
-                            locator=locator,
-                            keys=keys,
-                            attrs=attrs,
-                        )
-                    )
-                elif t_parent is None:
-                    append(
-                        {
-                            "id": f"b{len(blocks)}",
-                            "type": "toml_key",
-                            "text": block_text,
-                            "section_path": [],
-                            "locator": locator,
-                            "keys": keys,
-                            "attrs": attrs,
-                        }
-                    )
-                else:
-                    append(
-                        {
-                            "id": f"b{len(blocks)}",
-                            "type": "toml_key",
-                            "text": block_text,
-                            "parent": t_parent,
-                            "section_path": t_section.copy(),
-                            "locator": locator,
-                            "keys": keys,
-                            "attrs": attrs,
-                        }
-                    )
+                add((f"b{first + len(rows)}", "toml_key", block_text, t.parent, t.section, locator, keys, attrs))
                 extracted += 1
                 continue
-            # ---- a plain [a.b] header
-            start = m.start(4) - 1
-            tail = comment.rstrip(" \t\r") if comment is not None else ""
-            parts = header.split(".")
-            node: Any = doc
-            for part in parts:
-                node = node[part]
-                if node.__class__ is list:  # under an array of tables: the general path below
-                    item = Header(parts, False, start, start + len(header) + 2 + len(tail))
-                    item_line = line
-                    break
-            else:  # bare segments only: the path is the header as written
-                t_node = node
-                t_prefix = header + "."
-                t_gprefix = None
-                t_section = parts
-                t_fits = len(parts) <= MAX_SECTION_ENTRIES and len(header) <= MAX_SECTION_CHARS
-                if cut_line is not None:
-                    continue
-                header_text = f"[{header}]{tail}"
-                cost = _byte_estimate(header_text) + 2 * len(header) + 160
-                if spent + cost > out_budget:
-                    cut_line = line
-                    continue
-                spent += cost
-                enclosing = None
-                path = header
-                while "." in path:
-                    path = path.rpartition(".")[0]
-                    enclosing = blocks_by_path.get(path)
-                    if enclosing is not None:
-                        break
-                t_parent = f"b{len(blocks)}"
-                locator = {"line_start": line, "line_end": line, "key_path": header}
-                if not t_fits or len(header) > MAX_KEY_CHARS:
-                    append(
-                        make_block(
-                            builder,
-                            len(blocks),
-                            "toml_table",
-                            header_text,
-                            parent=enclosing,
-                            section_path=parts,
-                            locator=locator,
-                            keys=[header],
-                            attrs=None,
-                        )
-                    )
-                elif enclosing is None:
-                    append(
-                        {
-                            "id": t_parent,
-                            "type": "toml_table",
-                            "text": header_text,
-                            "section_path": parts.copy(),
-                            "locator": locator,
-                            "keys": [header],
-                        }
-                    )
-                else:
-                    append(
-                        {
-                            "id": t_parent,
-                            "type": "toml_table",
-                            "text": header_text,
-                            "parent": enclosing,
-                            "section_path": parts.copy(),
-                            "locator": locator,
-                            "keys": [header],
-                        }
-                    )
-                blocks_by_path[header] = t_parent
+            item = _plain_header(st, m, header, comment, line)
+            t = st.table
+            if item is None:
                 continue
+            item_line = line
         else:  # ---- anything else: the general scanner
             p = _WS_COMMENTS_RE.match(text, pos).end()  # type: ignore[union-attr]
             line += text.count("\n", pos, p)
@@ -833,115 +710,148 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
             item, pos = scanner.item(p)
             item_line = line
             line += text.count("\n", p, pos)
-
-        if isinstance(item, Header):  # ---- a table header in general
-            node, concrete, generic = _open_table(doc, item.parts, item.is_array, aot_index)
-            table_path = ".".join(concrete)
-            generic_path = ".".join(generic)
-            t_node = node
-            t_prefix = table_path + "."
-            t_gprefix = None if generic_path == table_path else generic_path + "."
-            t_section = concrete
-            t_fits = len(concrete) <= MAX_SECTION_ENTRIES and all(len(s) <= MAX_SECTION_CHARS for s in concrete)
-            if cut_line is not None:
-                continue
-            header_text = text[item.start : item.end]
-            cost = _byte_estimate(header_text) + 2 * len(table_path) + 160
-            if spent + cost > out_budget:
-                cut_line = item_line
-                continue
-            spent += cost
-            enclosing = None
-            for k in range(len(concrete) - 1, 0, -1):
-                enclosing = blocks_by_path.get(".".join(concrete[:k]))
-                if enclosing is not None:
-                    break
-            t_parent = f"b{len(blocks)}"
-            append(
-                make_block(
-                    builder,
-                    len(blocks),
-                    "toml_table",
-                    header_text,
-                    parent=enclosing,
-                    section_path=concrete,
-                    locator={
-                        "line_start": item_line,
-                        "line_end": item_line + text.count("\n", item.start, item.end),
-                        "key_path": table_path,
-                    },
-                    keys=[table_path] if t_gprefix is None else [table_path, generic_path],
-                    attrs={"array_of_tables": True, "index": _last_index(concrete[-1])} if item.is_array else None,
-                )
-            )
-            blocks_by_path[table_path] = t_parent
+        if isinstance(item, Header):
+            _header(st, item, item_line)
+            t = st.table
             continue
-
-        # ---- a key/value pair in general: dotted or quoted key, multi-line value, inline table, deep value
         total += 1
-        if cut_line is not None:
-            continue
-        value = t_node
-        for part in item.parts:
-            value = value[part]
-        key_segs = [seg_cache.get(p) or seg_cache.setdefault(p, segment(p)) for p in item.parts]
-        key_path = t_prefix + ".".join(key_segs)
-        keys = [key_path]
-        if t_gprefix is not None:
-            keys.append(t_gprefix + ".".join(key_segs))
-        block_text = f"{key_path} = {text[item.value_start : item.end]}"
-        try:
-            jv, vtype = json_value(value)
-            attrs = {"value": jv, "value_type": vtype}
-            if type(value) is dict:
-                _inline_keys(key_path, value, keys)
-            ok = True
-        except _BigInt:
-            raise _big_int_error(item_line) from None
-        except _TooDeep:
-            if _big_int(value):
-                raise _big_int_error(item_line) from None
-            vtype = "array" if isinstance(value, list) else "table"
-            attrs = {
-                "value": None,
-                "value_type": vtype,
-                "value_omitted": f"nested deeper than the {MAX_VALUE_DEPTH} levels an artifact's attrs can hold",
-            }
-            ok = False
-        cost = 2 * _byte_estimate(block_text) + (len(keys) + 2) * (len(key_path) + 8) + 200
-        if spent + cost > out_budget:
-            cut_line = item_line
-            continue
-        spent += cost
-        append(
-            make_block(
-                builder,
-                len(blocks),
-                "toml_key",
-                block_text,
-                parent=t_parent if t_section else None,
-                section_path=t_section,
-                locator={
-                    "line_start": item_line,
-                    "line_end": item_line + text.count("\n", item.start, item.value_end),
-                    "key_path": key_path,
-                },
-                keys=keys,
-                attrs=attrs,
-            )
-        )
-        if ok:
+        if st.cut_line is None and _key_value(st, item, item_line):
             extracted += 1
-        else:
-            builder.fail(f"key {key_path} (line {item_line})", attrs["value_omitted"])
-    if cut_line is not None:
-        builder.fail(
-            f"keys from line {cut_line} on",
-            f"left out: the artifact reached its output limit ({request.max_output_bytes} bytes)",
-        )
-        builder.warn(f"the keys from line {cut_line} on were left out at the output limit")
-    builder.coverage(total=total, extracted=extracted)
-    return builder.build()
+    return total, extracted
+
+
+def _simple_value(value: Any, line: int, offsets: dict[Any, tuple[int, str]]) -> tuple[Any, str]:
+    """``json_value`` of a one-line value (never an inline table: ``_LINE_RE`` takes no '{'), its common kinds
+    without the general walk."""
+    cls = value.__class__
+    if cls is str:
+        return value, "string"
+    if cls is int:
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise _big_int_error(line)
+        return value, "integer"
+    if cls is bool:
+        return value, "bool"
+    if cls is float and value - value == 0.0:  # finite
+        return value, "float"
+    if cls is list:  # one line, no nesting: never too deep
+        try:
+            return _list_value(value), "array"
+        except _BigInt:
+            raise _big_int_error(line) from None
+    if cls is dt.datetime:
+        return _datetime_value(value, offsets)
+    return json_value(value)  # a date, a time, NaN or an infinity
+
+
+def _plain_header(st: _Keys, m: re.Match[str], header: str, comment: str | None, line: int) -> Header | None:
+    """A ``[a.b]`` header read by ``_LINE_RE``: its table opened and its block added (None), or the ``Header`` for
+    ``_header`` when it is under an array of tables."""
+    start = m.start(4) - 1
+    tail = comment.rstrip(" \t\r") if comment is not None else ""
+    parts = header.split(".")
+    node: Any = st.doc
+    for part in parts:
+        node = node[part]
+        if node.__class__ is list:  # under an array of tables: the general path
+            return Header(parts, False, start, start + len(header) + 2 + len(tail))
+    # bare segments only: the path is the header as written
+    st.table = _Table(node, header + ".", None, parts, st.table.parent)
+    if st.cut_line is not None:
+        return None
+    header_text = f"[{header}]{tail}"
+    if not st.take(_byte_estimate(header_text) + 2 * len(header) + 160, line):
+        return None
+    enclosing = None
+    path = header
+    while "." in path:
+        path = path.rpartition(".")[0]
+        enclosing = st.blocks_by_path.get(path)
+        if enclosing is not None:
+            break
+    block_id = st.table.parent = st.next_id()
+    locator = {"line_start": line, "line_end": line, "key_path": header}
+    st.rows.append((block_id, "toml_table", header_text, enclosing, parts, locator, [header], None))
+    st.blocks_by_path[header] = block_id
+    return None
+
+
+def _header(st: _Keys, item: Header, line: int) -> None:
+    """A table header in general (quoted or dotted with spaces, an array of tables, a table under one)."""
+    node, concrete, generic = _open_table(st.doc, item.parts, item.is_array, st.aot_index)
+    table_path = ".".join(concrete)
+    generic_path = ".".join(generic)
+    gprefix = None if generic_path == table_path else generic_path + "."
+    st.table = _Table(node, table_path + ".", gprefix, concrete, st.table.parent)
+    if st.cut_line is not None:
+        return
+    text = st.text
+    header_text = text[item.start : item.end]
+    if not st.take(_byte_estimate(header_text) + 2 * len(table_path) + 160, line):
+        return
+    enclosing = None
+    for k in range(len(concrete) - 1, 0, -1):
+        enclosing = st.blocks_by_path.get(".".join(concrete[:k]))
+        if enclosing is not None:
+            break
+    block_id = st.table.parent = st.next_id()
+    locator = {
+        "line_start": line,
+        "line_end": line + text.count("\n", item.start, item.end),
+        "key_path": table_path,
+    }
+    keys = [table_path] if gprefix is None else [table_path, generic_path]
+    attrs = {"array_of_tables": True, "index": _last_index(concrete[-1])} if item.is_array else None
+    st.rows.append((block_id, "toml_table", header_text, enclosing, concrete, locator, keys, attrs))
+    st.blocks_by_path[table_path] = block_id
+
+
+def _key_value(st: _Keys, item: KeyValue, line: int) -> bool:
+    """A key/value pair in general (dotted or quoted key, multi-line value, inline table, deep value): its block
+    added; whether the block carries the value (False: nested too deep for attrs, a failed unit)."""
+    t = st.table
+    value = t.node
+    for part in item.parts:
+        value = value[part]
+    seg_cache = st.seg_cache
+    key_segs = [seg_cache.get(p) or seg_cache.setdefault(p, segment(p)) for p in item.parts]
+    key_path = t.prefix + ".".join(key_segs)
+    keys = [key_path]
+    if t.gprefix is not None:
+        keys.append(t.gprefix + ".".join(key_segs))
+    text = st.text
+    block_text = f"{key_path} = {text[item.value_start : item.end]}"
+    try:
+        jv, vtype = json_value(value)
+        attrs = {"value": jv, "value_type": vtype}
+        if type(value) is dict:
+            _inline_keys(key_path, value, keys)
+        ok = True
+    except _BigInt:
+        raise _big_int_error(line) from None
+    except _TooDeep:
+        if _big_int(value):
+            raise _big_int_error(line) from None
+        vtype = "array" if isinstance(value, list) else "table"
+        attrs = {
+            "value": None,
+            "value_type": vtype,
+            "value_omitted": f"nested deeper than the {MAX_VALUE_DEPTH} levels an artifact's attrs can hold",
+        }
+        ok = False
+    cost = 2 * _byte_estimate(block_text) + (len(keys) + 2) * (len(key_path) + 8) + 200
+    if not st.take(cost, line):
+        return False
+    locator = {
+        "line_start": line,
+        "line_end": line + text.count("\n", item.start, item.value_end),
+        "key_path": key_path,
+    }
+    parent = t.parent if t.section else None
+    st.rows.append((st.next_id(), "toml_key", block_text, parent, t.section, locator, keys, attrs))
+    if not ok:
+        st.builder.fail(f"key {key_path} (line {line})", attrs["value_omitted"])
+    return ok
 
 
 def _big_int_error(line: int) -> ExtractionError:

@@ -16,11 +16,11 @@ import orjson
 from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
 from extract_fn.formats.ooxml_drawing import r_attr
 from extract_fn.formats.ooxml_text import local
-from extract_fn.formats.table_values import OutputBudget
+from extract_fn.formats.output_budget import OutputBudget
 from extract_fn.formats.textblocks import OUTPUT_LIMIT_REASON
 from shared.artifact_builder import ArtifactBuilder, make_locator
 
-BLOCK_OVERHEAD = 320  # id, type, locator and keys of a block, as textblocks.OutputBudget counts them
+BLOCK_OVERHEAD = OutputBudget.BLOCK_OVERHEAD  # id, type, locator and keys of a block
 
 Rels = Callable[[str], dict[str, tuple[str, str]]]
 
@@ -66,9 +66,7 @@ def add_sheet_charts(
             continue
         text, attrs = chart.text(), chart.attrs()
         size = len(orjson.dumps((text, sheet, attrs))) + BLOCK_OVERHEAD
-        if size > budget.remaining:
-            budget.cut = True
+        if not budget.take_bytes(size):  # exhausted from now on: the rest are cut in reading order
             builder.fail(unit, OUTPUT_LIMIT_REASON)
             continue
-        budget.spend(size)
         builder.add_block("paragraph", text, section_path=[sheet], attrs=attrs, locator=make_locator(sheet=sheet))

@@ -55,8 +55,9 @@ from extract_fn.formats import safe_xml
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_chart import ChartCache
+from extract_fn.formats.ooxml_text import no_main_part
+from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.table_values import (
-    OutputBudget,
     add_table,
     column_type,
     format_datetime,
@@ -68,8 +69,7 @@ from extract_fn.formats.table_values import (
 )
 from extract_fn.formats.xlsx_charts import add_sheet_charts
 from extract_fn.formats.xlsx_extent import box_cells
-from extract_fn.formats.zipsafe import is_xml_name, open_package, part_name, read_member, refuse_member_dtd
-from extract_fn.limits import LIMITS
+from extract_fn.formats.zipsafe import is_xml_name, part_name, read_member, refuse_member_dtd, with_package
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
@@ -124,16 +124,10 @@ class Package:
         return read_member(self.zf, self.names[part], KIND)
 
 
-def open_workbook_package(data: bytes) -> Package:
-    zf = open_package(data, KIND)
-    names: dict[str, str] = {}
-    seen: set[str] = set()  # OPC part names compare case-insensitively
-    for info in zf.infolist():
-        norm = part_name(info.filename)
-        if norm.lower() in seen:
-            raise _corrupt(f"the xlsx package holds two parts named {norm!r}; refusing an ambiguous workbook")
-        seen.add(norm.lower())
-        names[norm] = info.filename
+def workbook_package(zf: zipfile.ZipFile) -> Package:
+    """The package ``zipsafe.with_package`` opened (as docx and pptx are), every XML part checked for a DTD before
+    calamine, which reads the parts itself, sees any."""
+    names = {part_name(info.filename): info.filename for info in zf.infolist()}  # unique: ``open_package`` checks
     for info in zf.infolist():  # before calamine or lxml reads a part
         if is_xml_name(info.filename):
             refuse_member_dtd(zf, info, KIND)
@@ -206,7 +200,7 @@ def read_workbook_info(pkg: Package) -> WorkbookInfo:
     if workbook_part is None and pkg.has("xl/workbook.xml"):
         workbook_part = "xl/workbook.xml"
     if workbook_part is None or not pkg.has(workbook_part):
-        raise _corrupt("the xlsx package has no workbook part (xl/workbook.xml)")
+        raise no_main_part(KIND, "xl/workbook.xml")
     root = _parse_xml(pkg, workbook_part)
     rels = _rels(pkg, workbook_part)
     for _rtype, target in rels.values():  # calamine reads these whatever their names end with
@@ -377,14 +371,15 @@ def _kind_of_type(t: type) -> str:
 
 
 def _body(ctx: FormatContext) -> dict[str, Any]:
-    return _extract(ctx.data, ctx.request)
+    return with_package(ctx.data, KIND, lambda zf: _extract(zf, ctx.data, ctx.request), ctx.limits)
 
 
 extract = format_module(_body)
 
 
-def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
-    pkg = open_workbook_package(data)
+def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    pkg = workbook_package(zf)
+    limits = request.limits
     wb_info = read_workbook_info(pkg)
     try:
         import python_calamine as pc
@@ -399,7 +394,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         "xlsx", parser=PARSER, parser_version=_parser_version(), unit="rows", options=request.options()
     )
     builder.attrs["date1904"] = wb_info.date1904
-    budget = OutputBudget(request.max_output_bytes)
+    budget = output_budget(request, BudgetKind.TABLE)
     by_name = {s.name: s for s in wb_info.sheets}
     chartsheets: list[str] = []
     other_sheets: list[str] = []  # dialog sheets, macro sheets: no worksheet cells calamine reads
@@ -418,12 +413,12 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         xml = b""
         if info is not None and info.part and pkg.has(info.part):
             xml = pkg.read(info.part)
-        cells = box_cells(xml, LIMITS.xlsx_max_sheet_cells)
+        cells = box_cells(xml, limits.xlsx_max_sheet_cells)
         if cells is not None:
             raise ExtractionError(
                 ErrorCode.RESOURCE_LIMIT,
                 f"sheet {name!r} spans {cells:,} cells from its first to its last cell, over this service's limit of "
-                f"{LIMITS.xlsx_max_sheet_cells:,} cells per sheet (a stray cell far from the data does this: "
+                f"{limits.xlsx_max_sheet_cells:,} cells per sheet (a stray cell far from the data does this: "
                 f"delete the empty "
                 "rows and columns in between, or move it)",
             )
@@ -500,7 +495,7 @@ def _add_sheet(
     if merged:
         refs: list[str] = []
         for (mr0, mc0), (mr1, mc1) in merged:
-            if len(refs) < LIMITS.xlsx_max_merged:
+            if len(refs) < request.limits.xlsx_max_merged:
                 refs.append(f"{cell_ref(mr0, mc0)}:{cell_ref(mr1, mc1)}")
             for i in range(max(mr0 - r0, 0), min(mr1 - r0 + 1, len(grid))):
                 row = grid[i]
@@ -508,10 +503,10 @@ def _add_sheet(
                     if (i + r0, j + c0) != (mr0, mc0):
                         row[j] = None
         attrs["merged"] = refs
-        if len(merged) > LIMITS.xlsx_max_merged:
+        if len(merged) > request.limits.xlsx_max_merged:
             attrs["merged_truncated"] = True
     if xml:
-        formulas, more = _scan_formulas(xml, LIMITS.xlsx_max_formulas)
+        formulas, more = _scan_formulas(xml, request.limits.xlsx_max_formulas)
         if formulas:
             attrs["formulas"] = formulas
             if more:

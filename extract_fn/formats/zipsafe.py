@@ -2,7 +2,9 @@
 
 Sizes and compression ratios are checked from the central directory before anything is inflated, and every member
 is read through ``read_member`` which stops at the declared size, so a zip bomb costs a few bytes of reading and ends
-in ``resource_limit``. Encrypted OOXML (an OLE compound file, not a zip) is ``corrupt`` with a message that says so.
+in ``resource_limit``. Encrypted OOXML (an OLE compound file, not a zip) is ``corrupt`` with a message that says so,
+and so is a package with two equivalent part names (OPC names compare case-insensitively). docx, pptx and xlsx all
+open their package through ``with_package``, so each hostile package gets one answer whatever its format.
 ``refuse_member_dtd`` checks a part for a DTD (``safe_xml``) without inflating more than its prolog: xlsx checks every
 XML part on opening, since calamine reads parts itself; docx and pptx parse every part through ``safe_xml.parse``.
 """
@@ -41,7 +43,15 @@ def open_package(data: bytes, kind: str, limits: Limits = LIMITS) -> zipfile.Zip
             f"the {kind} package has {len(infos)} parts, over the limit of {limits.zip_max_members}",
         )
     total = 0
+    seen: set[str] = set()  # OPC part names compare case-insensitively (ECMA-376 Part 2: no two may be equivalent)
     for info in infos:
+        folded = part_name(info.filename).lower()
+        if folded in seen:
+            raise ExtractionError(
+                ErrorCode.CORRUPT,
+                f"the {kind} package holds two parts named {part_name(info.filename)!r}; refusing an ambiguous package",
+            )
+        seen.add(folded)
         if info.flag_bits & 0x1:
             raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} package has an encrypted part ({info.filename})")
         total += info.file_size

@@ -1,0 +1,93 @@
+"""docx, pptx and xlsx open and parse their package one way (``zipsafe.with_package``, ``safe_xml``): each hostile
+package gets the same answer in all three, the format's name and main part aside."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable
+
+import pytest
+
+from extract_fn.formats import extractor_for
+from extract_fn.formats.base import ExtractRequest
+from shared.contract import ErrorCode, ExtractionError
+
+MAIN = {"docx": "word/document.xml", "pptx": "ppt/presentation.xml", "xlsx": "xl/workbook.xml"}
+CT = '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>'
+OFFICE_DOCUMENT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+
+
+def rels(fmt: str) -> str:
+    return (
+        '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        f'<Relationship Id="rId1" Type="{OFFICE_DOCUMENT}" Target="{MAIN[fmt]}"/></Relationships>'
+    )
+
+
+def package(parts: dict[str, str], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as zf:
+        for name, text in parts.items():
+            zf.writestr(name, text)
+    return buf.getvalue()
+
+
+def with_main(fmt: str, main: str) -> dict[str, str]:
+    return {"[Content_Types].xml": CT, "_rels/.rels": rels(fmt), MAIN[fmt]: main}
+
+
+def bad_crc(fmt: str) -> bytes:
+    raw = bytearray(package(with_main(fmt, "<a>" + "x" * 5000 + "</a>"), zipfile.ZIP_STORED))
+    at = raw.index(b"x" * 50)
+    raw[at : at + 10] = b"y" * 10
+    return bytes(raw)
+
+
+CASES: dict[str, tuple[Callable[[str], bytes], ErrorCode]] = {
+    "not a zip": (lambda fmt: b"PK\x03\x04 garbage" * 10, ErrorCode.CORRUPT),
+    "empty zip": (lambda fmt: package({}), ErrorCode.CORRUPT),
+    "encrypted (OLE)": (lambda fmt: b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100, ErrorCode.CORRUPT),
+    "zip bomb": (lambda fmt: package(with_main(fmt, "<a>" + " " * (3 << 20) + "</a>")), ErrorCode.RESOURCE_LIMIT),
+    "truncated zip": (lambda fmt: package(with_main(fmt, "<a/>" * 1000))[:-200], ErrorCode.CORRUPT),
+    "bad CRC": (bad_crc, ErrorCode.CORRUPT),
+    "two equivalent part names": (
+        lambda fmt: package({**with_main(fmt, "<a/>"), MAIN[fmt].upper(): "<a/>"}),
+        ErrorCode.CORRUPT,
+    ),
+    "no main part": (lambda fmt: package({"[Content_Types].xml": CT, "_rels/.rels": rels(fmt)}), ErrorCode.CORRUPT),
+    "DTD in the main part": (
+        lambda fmt: package(with_main(fmt, '<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>')),
+        ErrorCode.CORRUPT,
+    ),
+    "DTD in the relationships": (
+        lambda fmt: package({"_rels/.rels": '<!DOCTYPE r SYSTEM "file:///etc/passwd"><Relationships/>'}),
+        ErrorCode.CORRUPT,
+    ),
+    "malformed main part": (lambda fmt: package(with_main(fmt, "<a><b></a>")), ErrorCode.CORRUPT),
+    "malformed relationships": (
+        lambda fmt: package({"_rels/.rels": "<Relationships", MAIN[fmt]: "<a/>"}),
+        ErrorCode.CORRUPT,
+    ),
+    "empty main part": (lambda fmt: package(with_main(fmt, "")), ErrorCode.CORRUPT),
+    "XML nested past libxml2's limit": (
+        lambda fmt: package(with_main(fmt, "<a>" * 300 + "</a>" * 300)),
+        ErrorCode.CORRUPT,
+    ),
+}
+
+
+def answer(fmt: str, data: bytes) -> tuple[ErrorCode, str]:
+    with pytest.raises(ExtractionError) as exc:
+        extractor_for(fmt)(data, ExtractRequest(fmt, name=f"t.{fmt}"))
+    message = exc.value.message.replace(MAIN[fmt].upper(), "MAIN").replace(MAIN[fmt], "MAIN").replace(fmt, "KIND")
+    return exc.value.code, message
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_hostile_package_gets_one_answer_in_every_ooxml_format(case: str) -> None:
+    make, code = CASES[case]
+    answers = {fmt: answer(fmt, make(fmt)) for fmt in MAIN}
+    assert answers["docx"][0] is code
+    assert answers["pptx"] == answers["docx"], answers
+    assert answers["xlsx"] == answers["docx"], answers
