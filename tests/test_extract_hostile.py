@@ -447,7 +447,7 @@ def test_a_20000_by_20000_picture_in_a_docx_is_refused_before_decoding(service: 
     data = hi.docx_with_picture(hi.huge_picture_png(20_000, 20_000))
     response = service.extract("docx", data, name="poster.docx")
     artifact = assert_artifact(service, response, "docx", len(data))
-    assert [b["text"] for b in artifact["blocks"]] == ["a picture follows"]
-    assert artifact["coverage"]["lost"] == ["ocr"]
+    assert [b["text"] for b in artifact["blocks"]] == ["a picture follows", ""]  # the picture's block: no text read
+    assert artifact["coverage"]["lost"] == ["image_text", "ocr"]
     assert any("word/media/image1.png was not read by OCR" in w for w in artifact["warnings"]), artifact["warnings"]
     assert_healthy(service)
