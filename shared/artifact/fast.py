@@ -20,6 +20,9 @@ _NO_PARENT: Final = object()  # stands for a parent left out: always among the i
 _GET_ID: Final = itemgetter("id")
 _GET_LOCATOR: Final = itemgetter("locator")
 _INT: Final = frozenset({int})
+# The values a free object may hold as they are: decoded bytes hold nothing else; a built artifact's free objects
+# (which ``built`` hands over as the module made them) may, and orjson writes those otherwise (a tuple, a dataclass)
+_JSON_KINDS: Final = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
 BLOCK_CHUNK: Final = 2048  # blocks tested together: each pass costs little per block, and the chunk stays in cache
@@ -97,12 +100,14 @@ def _attrs_ok(attrs: list[dict[str, Any]]) -> bool:
 
 def _frees_ok(objects: list[Any]) -> bool:
     """Free objects nested at most MAX_NESTING deep, their integers within 64 bits: a level at a time, each level's
-    values all together (decoded data: every value is already a JSON value, every float finite)."""
+    values all together. Any value of another type (see ``_JSON_KINDS``) is a no."""
     dicts: list[Any] = objects
     lists: list[Any] = []
     for _depth in range(MAX_NESTING):  # the containers at depth 1, 2, ... MAX_NESTING
         values = list(chain(chain.from_iterable(map(dict.values, dicts)), chain.from_iterable(lists)))
         kinds = set(map(type, values))
+        if not kinds <= _JSON_KINDS:
+            return False
         if int in kinds:
             ints = [v for v in values if type(v) is int]
             if min(ints) < INT64_MIN or max(ints) > INT64_MAX:
