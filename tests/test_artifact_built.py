@@ -74,3 +74,41 @@ def test_a_lone_surrogate_has_no_json_and_the_worker_refuses_it_at_the_dumps() -
     doc = _valid()
     doc["blocks"][0]["text"] = "a\ud800"
     assert assert_same_verdict(doc, "csv", SIZE) is None
+
+
+def _long(n: int) -> dict[str, Any]:
+    b = ArtifactBuilder("csv", parser="loom-csv", parser_version="1+test", unit="rows")
+    b.add_table("t", [("n", "number")], [[i] for i in range(n)], locator=make_locator(line_start=1, line_end=n))
+    for i in range(n):
+        b.add_block("paragraph", f"p{i}", locator=make_locator(line_start=1, line_end=1))
+    b.coverage(total=n, extracted=n)
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        pytest.param(("tables", 0, "rows", 4500, 0), "x", id="a bad cell in the third chunk of rows"),
+        pytest.param(("tables", 0, "rows", 4500), [1, 2], id="a long row in the third chunk"),
+        pytest.param(("blocks", 4500, "type"), "nope", id="a bad block type in the third chunk of blocks"),
+        pytest.param(("blocks", 4500, "parent"), "b4501", id="a parent that comes later, third chunk"),
+        pytest.param(("blocks", 2048), {}, id="an empty block opening the second chunk"),
+    ],
+)
+def test_a_violation_in_a_later_chunk_is_seen(where: tuple[Any, ...], value: Any) -> None:
+    doc = _long(5000)
+    assert assert_same_verdict(doc, "csv", 10**6) is True
+    parent: Any = doc
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = value
+    assert assert_same_verdict(doc, "csv", 10**6) is False
+
+
+def test_blocks_and_rows_as_tuples_are_judged_whole() -> None:
+    doc = _long(10)
+    doc["blocks"] = tuple(doc["blocks"])
+    doc["tables"][0]["rows"] = tuple(doc["tables"][0]["rows"])
+    assert assert_same_verdict(doc, "csv", 10**6) is True  # orjson writes them as arrays: valid
+    doc["blocks"][3]["id"] = ""
+    assert assert_same_verdict(doc, "csv", 10**6) is False

@@ -3,7 +3,8 @@
 ``holds(doc, ...)`` answers whether ``check_artifact(orjson.dumps(doc), ...)`` would find the artifact valid, from
 the objects themselves: ``msgspec.convert`` into ``schema``'s types (the ones ``schema.DECODER`` decodes bytes with,
 generated from ``rules``) checks every field's type and bounds, then ``fast.holds`` the rules a type cannot say,
-the same code the bytes' fast path runs. No rule is written here.
+the same code the bytes' fast path runs. No rule is written here. The blocks and the tables' rows are converted
+a chunk at a time as ``fast`` reaches them, so the check holds no typed copy of the artifact (only of a chunk).
 
 It may say no where the bytes would pass (then ``check_built`` asks the bytes, which also report every violation),
 never yes where they would not. What differs between the objects and their JSON, and why the yes still holds:
@@ -20,16 +21,18 @@ never yes where they would not. What differs between the objects and their JSON,
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import msgspec
 import orjson
 
 from shared.artifact import check_artifact, fast, schema
-from shared.artifact.rules import ARTIFACT
+from shared.artifact.rules import ARTIFACT, BLOCK, TABLE, Kind
 
 _TYPE: Final = schema.typed_dict(ARTIFACT)
+_BLOCKS: Final = list[schema.typed_dict(BLOCK)]  # type: ignore[misc]
+_ROWS: Final = schema.type_of(next(f for f in TABLE.fields if f.kind is Kind.ROWS))
 
 
 def holds(doc: Mapping[str, Any], *, format: str, original_size: int) -> bool:
@@ -40,14 +43,42 @@ def holds(doc: Mapping[str, Any], *, format: str, original_size: int) -> bool:
     gc_was_enabled = gc.isenabled()
     gc.disable()  # as check_artifact: millions of new containers and no cycles
     try:
-        try:
-            typed = msgspec.convert(doc, _TYPE)
-        except (msgspec.ValidationError, RecursionError):
-            return False
-        return fast.holds(typed, format, original_size, {})
+        return _holds(doc, format, original_size)
+    except (msgspec.ValidationError, RecursionError):
+        return False
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _holds(doc: Mapping[str, Any], fmt: str, original_size: int) -> bool:
+    """The artifact without its blocks and rows is converted at once; the blocks and each table's rows a chunk at
+    a time, as ``fast`` tests them (never a typed copy of them all)."""
+    blocks = doc.get("blocks") if isinstance(doc, dict) else None
+    tables = doc.get("tables", []) if isinstance(doc, dict) else None
+    if not (
+        isinstance(blocks, list)
+        and isinstance(tables, list)
+        and all(isinstance(t, dict) and isinstance(t.get("rows"), list) for t in tables)
+    ):  # not the usual shape: converted whole (and most likely refused)
+        return fast.holds(msgspec.convert(doc, _TYPE), fmt, original_size, {})
+    top: dict[str, Any] = {**doc, "blocks": []}
+    if "tables" in doc:
+        top["tables"] = [{**t, "rows": []} for t in tables]
+    typed = msgspec.convert(top, _TYPE)
+    typed["blocks"] = blocks  # the module's own lists, each converted a chunk at a time by chunks()
+    for typed_table, table in zip(typed.get("tables", ()), tables, strict=True):
+        typed_table["rows"] = table["rows"]
+
+    def chunks(items: list[Any], size: int) -> Iterator[list[Any] | None]:
+        kind = _BLOCKS if items is blocks else _ROWS
+        for lo in range(0, len(items), size):
+            try:
+                yield msgspec.convert(items[lo : lo + size], kind)
+            except msgspec.ValidationError:
+                yield None
+
+    return fast.holds(typed, fmt, original_size, {}, chunks=chunks)
 
 
 def check_built(doc: Mapping[str, Any], *, format: str, original_size: int) -> None:
