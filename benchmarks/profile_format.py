@@ -1,10 +1,14 @@
 """Where one extraction's time goes, in process: the worker's three phases timed apart, then cProfile's top lines.
 
     .venv/bin/python -m benchmarks.profile_format FILE --format FORMAT [--top 15] [--sort tottime|cumulative]
+        [--check built|bytes] [--no-profile]
 
 The phases are the worker's (``extract_fn.workers._handle``): the format module's ``extract`` (parse and build),
-``orjson.dumps`` of the artifact, and ``check_artifact`` on those bytes. The profile covers all three. Peak RSS
-(``ru_maxrss``) is printed after each phase. For cold-start imports use ``python -X importtime``.
+the check of the built objects (``shared.artifact.built.holds``), then ``orjson.dumps`` of the artifact;
+``--check bytes`` times the check the worker made before issue 17 instead: ``orjson.dumps``, then
+``check_artifact`` parsing those bytes back. The profile covers every phase (``--no-profile``: none, for times
+without the profiler's cost). Peak RSS (``ru_maxrss``) is printed after each phase. For cold-start imports use
+``python -X importtime``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import orjson
 from extract_fn.formats import MODULES
 from extract_fn.formats.base import ExtractRequest
 from shared.artifact import check_artifact
+from shared.artifact.built import holds
 
 
 def _rss_mb() -> float:
@@ -35,30 +40,48 @@ def main() -> int:
     ap.add_argument("--format", required=True)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--sort", default="tottime")
+    ap.add_argument("--check", choices=("built", "bytes"), default="built")
+    ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--max-output-bytes", type=int, default=256 * 1024 * 1024)
     args = ap.parse_args()
     module = importlib.import_module(MODULES[args.format])
     data = args.file.read_bytes()
     request = ExtractRequest(format=args.format, name=args.file.name, max_output_bytes=args.max_output_bytes)
     prof = cProfile.Profile()
-    prof.enable()
+    if not args.no_profile:
+        prof.enable()
     t0 = time.perf_counter()
     artifact = module.extract(data, request)
     t1 = time.perf_counter()
-    rss1 = _rss_mb()
-    out = orjson.dumps(artifact)
-    del artifact
-    t2 = time.perf_counter()
-    rss2 = _rss_mb()
-    check_artifact(out, format=args.format, original_size=len(data))
-    t3 = time.perf_counter()
+    phases = [f"extract {t1 - t0:.2f} s (peak {_rss_mb():.0f} MB)"]
+    if args.check == "built":
+        ok = holds(artifact, format=args.format, original_size=len(data))
+        t2 = time.perf_counter()
+        phases.append(f"check built {t2 - t1:.2f} s ({'valid' if ok else 'to the bytes'}, peak {_rss_mb():.0f} MB)")
+        out = orjson.dumps(artifact)
+        del artifact
+        t3 = time.perf_counter()
+        phases.append(f"dumps {t3 - t2:.2f} s (peak {_rss_mb():.0f} MB)")
+        if not ok:
+            check_artifact(out, format=args.format, original_size=len(data))
+    else:
+        out = orjson.dumps(artifact)
+        del artifact
+        t2 = time.perf_counter()
+        phases.append(f"dumps {t2 - t1:.2f} s (peak {_rss_mb():.0f} MB)")
+        check_artifact(out, format=args.format, original_size=len(data))
+        t3 = time.perf_counter()
+        rate = len(out) / 1024 / 1024 / max(t3 - t2, 1e-9)
+        phases.append(f"check bytes {t3 - t2:.2f} s ({rate:.0f} MB/s, peak {_rss_mb():.0f} MB)")
     prof.disable()
     mb = len(out) / 1024 / 1024
+    under = "" if args.no_profile else " [times under the profiler]"
     print(
-        f"{args.file.name}: input {len(data) / 1024 / 1024:.1f} MB, artifact {mb:.1f} MB; extract {t1 - t0:.2f} s "
-        f"(peak {rss1:.0f} MB), dumps {t2 - t1:.2f} s (peak {rss2:.0f} MB), check {t3 - t2:.2f} s "
-        f"({mb / max(t3 - t2, 1e-9):.0f} MB/s, peak {_rss_mb():.0f} MB) [times under the profiler]"
+        f"{args.file.name}: input {len(data) / 1024 / 1024:.1f} MB, artifact {mb:.1f} MB; "
+        f"{', '.join(phases)}; total {t3 - t0:.2f} s{under}"
     )
+    if args.no_profile:
+        return 0
     pstats.Stats(prof, stream=sys.stdout).strip_dirs().sort_stats(args.sort).print_stats(args.top)
     return 0
 

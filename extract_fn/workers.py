@@ -1140,13 +1140,19 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
                 ErrorCode.RESOURCE_LIMIT,
                 f"the artifact's text alone is {floor} characters, over this service's limit of {max_output} bytes",
             )
-        # The parser is done: what follows is our own code on an artifact bounded by max_output_bytes. Serializing
-        # it and parsing it back for the check cost memory in proportion to that bound, not to the file, so the
-        # limit that contained the parser is raised by that much here (orjson crashes rather than raising when an
-        # allocation fails) and set back afterwards.
+        # The parser is done: what follows is our own code on an artifact bounded by max_output_bytes. Checking it
+        # and serializing it cost memory in proportion to that bound, not to the file, so the limit that contained
+        # the parser is raised by that much here (orjson crashes rather than raising when an allocation fails) and
+        # set back afterwards. The check reads the objects, not their JSON (no parse-back; a yes means the bytes
+        # below are valid): its copies are containers only, fewer than parsing the bytes back made, which ran
+        # under the validation factor of their size (at most max_output): the same bound covers it and the dumps.
+        from shared.artifact import InvalidArtifact, check_artifact
+        from shared.artifact.built import holds
+
         if state.memory_limit > 0:
-            _set_limits(state.memory_limit + _SERIALIZE_MEMORY_FACTOR * max_output)
+            _set_limits(state.memory_limit + max(_SERIALIZE_MEMORY_FACTOR, _VALIDATE_MEMORY_FACTOR) * max_output)
         try:
+            checked = holds(artifact, format=fmt, original_size=original_size)
             try:
                 out = orjson.dumps(artifact)
             except orjson.JSONEncodeError as exc:
@@ -1158,13 +1164,13 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
                     f"the artifact is {len(out)} bytes, over this service's limit of {max_output} bytes",
                 )
             # The bytes that leave are checked by the shared validator here, in the worker: within the extraction's
-            # time limit, in parallel across workers, and off the service's event loop.
-            from shared.artifact import InvalidArtifact, check_artifact
-
+            # time limit, in parallel across workers, and off the service's event loop. An artifact the objects'
+            # check passed is valid as these bytes; any other is checked (and reported) from the bytes.
             if state.memory_limit > 0:
                 _set_limits(state.memory_limit + _VALIDATE_MEMORY_FACTOR * len(out))
             try:
-                check_artifact(out, format=fmt, original_size=original_size)
+                if not checked:
+                    check_artifact(out, format=fmt, original_size=original_size)
             except InvalidArtifact as exc:
                 return error(
                     ErrorCode.CORRUPT,

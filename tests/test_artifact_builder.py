@@ -26,9 +26,14 @@ from shared.contract import (
     MAX_SECTION_ENTRIES,
     MAX_SHEET_NAME_CHARS,
 )
+from tests.built_verdict import assert_same_verdict, same_verdict_everywhere  # noqa: F401 (the fixture)
 
 SIZE = 10**6  # the original's size the artifacts here are checked against
 FFFD = "\ufffd"
+
+# Every artifact validated here is also judged from its objects (shared.artifact.built): the same verdict and
+# violations as check_artifact on its JSON (tests/built_verdict.py).
+pytestmark = pytest.mark.usefixtures("same_verdict_everywhere")
 
 
 def builder(fmt: str = "markdown", unit: str = "lines") -> ArtifactBuilder:
@@ -36,7 +41,9 @@ def builder(fmt: str = "markdown", unit: str = "lines") -> ArtifactBuilder:
 
 
 def check(b: ArtifactBuilder, size: int = SIZE) -> Artifact:
-    """Serialize what the builder built and validate the bytes, as the extractor does before answering."""
+    """Serialize what the builder built and validate the bytes, as the extractor does before answering (and judge
+    the built dict itself as the worker does: the same verdict)."""
+    assert_same_verdict(b.build(), b.format, size)
     return validate_artifact(serialize(b.build()), format=b.format, original_size=size)
 
 

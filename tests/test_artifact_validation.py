@@ -28,8 +28,13 @@ from shared.artifact import (
     validate_artifact,
 )
 from shared.contract import INT64_MAX, INT64_MIN
+from tests.built_verdict import same_verdict_everywhere  # noqa: F401 (the fixture)
 
 SIZE = 1000  # the original's size in bytes for BASE
+
+# Every artifact validated here is also judged from its objects (shared.artifact.built): the same verdict and
+# violations as check_artifact on its JSON (tests/built_verdict.py).
+pytestmark = pytest.mark.usefixtures("same_verdict_everywhere")
 
 # The contract's example artifact, verbatim.
 CONTRACT_EXAMPLE = b"""{

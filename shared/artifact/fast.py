@@ -6,7 +6,7 @@ no: on no, ``check.Checker`` looks again and says what is wrong (or finds nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from operator import eq, is_, itemgetter, le, lt
 from typing import Any, Final
@@ -20,9 +20,19 @@ _NO_PARENT: Final = object()  # stands for a parent left out: always among the i
 _GET_ID: Final = itemgetter("id")
 _GET_LOCATOR: Final = itemgetter("locator")
 _INT: Final = frozenset({int})
+# The values a free object may hold as they are: decoded bytes hold nothing else; a built artifact's free objects
+# (which ``built`` hands over as the module made them) may, and orjson writes those otherwise (a tuple, a dataclass)
+_JSON_KINDS: Final = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
 BLOCK_CHUNK: Final = 2048  # blocks tested together: each pass costs little per block, and the chunk stays in cache
+
+
+def _slices(items: list[Any], size: int) -> Iterator[list[Any]]:
+    return (items[lo : lo + size] for lo in range(0, len(items), size))
+
+
+Chunks = Callable[[list[Any], int], Iterable[list[Any] | None]]
 
 
 def holds(
@@ -31,9 +41,13 @@ def holds(
     original_size: int,
     known: dict[str, set[str]],
     each_chunk: Callable[[list[dict[str, Any]]], object] | None = None,
+    *,
+    chunks: Chunks = _slices,
 ) -> bool:
     """Whether a decoded artifact keeps every rule across fields (see the module's doc). ``each_chunk`` is handed
-    each chunk of blocks once it has passed, while it is still in the cache (the models are built there)."""
+    each chunk of blocks once it has passed, while it is still in the cache (the models are built there).
+    ``chunks(items, size)``: the blocks (``doc["blocks"]``) and each table's rows, ``size`` at a time, as the
+    tests read them; ``built`` passes each chunk converted to its type there (None: a chunk that is not)."""
     cov = doc["coverage"]
     if doc["format"] != fmt or cov["extracted"] > cov["total"]:
         return False
@@ -46,14 +60,12 @@ def holds(
         _frees_ok([doc["options"], doc["attrs"], *(t["attrs"] for t in tables if "attrs" in t)])
         and _ids_ok(tables, set(), parents=False)
         and _locators_ok(list(map(_GET_LOCATOR, tables)), bounds)
-        and all(_rows_ok(t, known) for t in tables)
+        and all(_rows_ok(t, known, chunks) for t in tables)
     ):
         return False
-    blocks = doc["blocks"]
     ids: set[Any] = {_NO_PARENT}
-    for lo in range(0, len(blocks), BLOCK_CHUNK):
-        chunk = blocks[lo : lo + BLOCK_CHUNK]
-        if not (
+    for chunk in chunks(doc["blocks"], BLOCK_CHUNK):
+        if chunk is None or not (
             _ids_ok(chunk, ids)
             and _attrs_ok([b["attrs"] for b in chunk if "attrs" in b])
             and _locators_ok(list(map(_GET_LOCATOR, chunk)), bounds)
@@ -97,12 +109,14 @@ def _attrs_ok(attrs: list[dict[str, Any]]) -> bool:
 
 def _frees_ok(objects: list[Any]) -> bool:
     """Free objects nested at most MAX_NESTING deep, their integers within 64 bits: a level at a time, each level's
-    values all together (decoded data: every value is already a JSON value, every float finite)."""
+    values all together. Any value of another type (see ``_JSON_KINDS``) is a no."""
     dicts: list[Any] = objects
     lists: list[Any] = []
     for _depth in range(MAX_NESTING):  # the containers at depth 1, 2, ... MAX_NESTING
         values = list(chain(chain.from_iterable(map(dict.values, dicts)), chain.from_iterable(lists)))
         kinds = set(map(type, values))
+        if not kinds <= _JSON_KINDS:
+            return False
         if int in kinds:
             ints = [v for v in values if type(v) is int]
             if min(ints) < INT64_MIN or max(ints) > INT64_MAX:
@@ -139,14 +153,13 @@ def _locators_ok(locs: list[dict[str, Any]], bounds: dict[str | None, int]) -> b
     return True
 
 
-def _rows_ok(table: dict[str, Any], known: dict[str, set[str]]) -> bool:
+def _rows_ok(table: dict[str, Any], known: dict[str, set[str]], chunks: Chunks) -> bool:
     """Each row as wide as the columns, and each column of each chunk of rows passing ``cells.column_ok``."""
-    rows = table["rows"]
     types = [c["type"] for c in table["columns"]]
-    if rows and set(map(len, rows)) != {len(types)}:
-        return False
-    for lo in range(0, len(rows), ROW_CHUNK):
-        chunk = rows[lo : lo + ROW_CHUNK]
+    width = {len(types)}
+    for chunk in chunks(table["rows"], ROW_CHUNK):
+        if chunk is None or set(map(len, chunk)) != width:
+            return False
         for col, ctype in zip(zip(*chunk, strict=True), types, strict=True):
             if not cells.column_ok(col, ctype, known):
                 return False

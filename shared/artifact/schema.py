@@ -27,7 +27,7 @@ def _meta(base: Any, **bounds: int | None) -> Any:
     return Annotated[base, msgspec.Meta(**given)] if given else base
 
 
-def _type_of(f: Field) -> Any:
+def type_of(f: Field) -> Any:
     if f.kind is Kind.STR:
         if f.one_of is not None:
             return Literal[tuple(sorted(f.one_of))]
@@ -52,7 +52,7 @@ def _type_of(f: Field) -> Any:
 
 def typed_dict(shape: Shape) -> Any:
     """The TypedDict of a shape: its optional fields NotRequired, so a field left out stays out."""
-    fields = {f.name: NotRequired[_type_of(f)] if f.optional else _type_of(f) for f in shape.fields}
+    fields = {f.name: NotRequired[type_of(f)] if f.optional else type_of(f) for f in shape.fields}
     return TypedDict(f"_{shape.model}", fields)  # type: ignore[operator]
 
 
