@@ -3,16 +3,19 @@
     .venv/bin/python -m benchmarks.bench_formats_ab ROOT_A ROOT_B [--inputs DIR] [--runs 5] [--formats toml,sql]
 
 ROOT_A and ROOT_B are checkout roots (``git archive <commit> | tar -x -C /tmp/base`` gives one for a commit). Each
-measurement is a fresh interpreter (``python -I``, the root first on ``sys.path``) that imports the format module,
-reads the standard input and times one ``extract`` call: CPU seconds (``time.process_time``) and wall seconds. The
-two roots are interleaved (A B, then B A, ...) so a busy machine disturbs both alike; the best of ``--runs`` is
-reported, with the ratio B/A. The artifacts of both roots are hashed (``orjson.dumps``): ``same`` says whether
-they are byte-identical. Inputs: the standard ones (``../shared/bench/gen.py DIR``).
+measurement is a fresh interpreter (the root first on ``sys.path``, ``PYTHONHASHSEED=0`` as
+``tools/corpus_snapshot.py`` runs: sqlglot's answers depend on set order) that imports the format module, reads the
+standard input and times one ``extract`` call: CPU seconds (``time.process_time``) and wall seconds. The two roots
+are interleaved (A B, then B A, ...) so a busy machine disturbs both alike; the best of ``--runs`` is reported, with
+the ratio B/A. The artifacts of both roots are hashed (``orjson.dumps``): ``same`` says whether they are byte-
+identical (``NO (m/n)``: m and n distinct artifacts over the runs of A and B). Inputs: the standard ones
+(``../shared/bench/gen.py DIR``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,11 +53,15 @@ print(cpu, wall, hashlib.sha256(orjson.dumps(artifact)).hexdigest())
 """
 
 
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONHASHSEED": "0"}
+
+
 def run_once(root: Path, fmt: str, path: Path) -> tuple[float, float, str]:
     """CPU seconds, wall seconds and the artifact's sha256 of one extraction by ``root``'s module."""
     proc = subprocess.run(
-        [sys.executable, "-I", "-c", _CHILD, str(root), fmt, str(path)],
+        [sys.executable, "-s", "-c", _CHILD, str(root), fmt, str(path)],
         cwd=root,
+        env=_ENV,
         capture_output=True,
         text=True,
         check=False,
@@ -86,7 +93,8 @@ def main() -> int:
         a, b = (results[r] for r in roots)
         a_cpu, b_cpu = min(x[0] for x in a), min(x[0] for x in b)
         a_wall, b_wall = min(x[1] for x in a), min(x[1] for x in b)
-        same = "yes" if {x[2] for x in a} == {x[2] for x in b} and len({x[2] for x in a}) == 1 else "NO"
+        digests_a, digests_b = {x[2] for x in a}, {x[2] for x in b}
+        same = "yes" if digests_a == digests_b and len(digests_a) == 1 else f"NO ({len(digests_a)}/{len(digests_b)})"
         print(
             f"| {fmt} | {path.name} | {a_cpu:.3f} | {b_cpu:.3f} | {b_cpu / a_cpu:.2f} | {a_wall:.3f} | {b_wall:.3f} "
             f"| {b_wall / a_wall:.2f} | {same} |",
