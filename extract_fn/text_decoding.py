@@ -102,12 +102,16 @@ def refuse_wide_text(data: bytes, source: str, sample: int, advice: str = ENCODI
         if endian is None:
             continue
         offset = data.index(b"\x00")
+        nth = _ORDINALS.get(width, f"{width}th")
         raise ExtractionError(
             ErrorCode.ENCODING,
             f"the text does not decode as UTF-8 (no encoding option was given): NUL bytes from byte offset {offset} "
-            f"at every {width}th position look like {codec.upper()}-{endian.upper()} without a byte-order mark; "
+            f"at every {nth} position look like {codec.upper()}-{endian.upper()} without a byte-order mark; "
             + advice.format(codec=f"{codec}-{endian}"),
         )
+
+
+_ORDINALS = {2: "second", 4: "fourth"}  # the code-unit widths of UTF-16 and UTF-32
 
 
 def _decode(data: bytes, enc: str, *, offset: int = 0, source: str) -> str:
