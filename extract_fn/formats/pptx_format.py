@@ -230,10 +230,21 @@ class _Deck:
         self.parts: dict[str, Any] = {}  # layouts and masters, each parsed once
         self.layout: Any = None  # the slide being read's layout and master roots
         self.master: Any = None
+        self.masters_of: dict[tuple[str, str], str | None] = {}  # (layout part, relationship type) -> its target
+        # (layout, master, placeholder idx, type) -> the list styles it inherits: a deck's slides share a few layouts
+        self.inherited: dict[tuple[int, int, str | None, str], list[Any]] = {}
 
     def template(self, part: str, rtype: str) -> tuple[str, Any] | tuple[None, None]:
         """The part ``part`` relates to by ``rtype`` (a slide's layout, a layout's master), parsed once."""
-        target = next((t for _rid, kind, t in read_rels(self.zf, part, KIND) if kind == rtype), None)
+        if rtype == "slideLayout":  # a slide's own: read once anyway
+            target = next((t for _rid, kind, t in read_rels(self.zf, part, KIND) if kind == rtype), None)
+        else:  # a layout's master: the same few layouts for every slide
+            key = (part, rtype)
+            if key not in self.masters_of:
+                self.masters_of[key] = next(
+                    (t for _rid, kind, t in read_rels(self.zf, part, KIND) if kind == rtype), None
+                )
+            target = self.masters_of[key]
         if target is None or not has_member(self.zf, target):
             return None, None
         if target not in self.parts:
@@ -252,6 +263,12 @@ class _Deck:
         ph = _ph(shape)
         if ph is None:
             return []
+        key = (id(self.layout), id(self.master), ph.get("idx"), ph.get("type") or "body")
+        if key not in self.inherited:
+            self.inherited[key] = self._inherited_styles(ph)
+        return self.inherited[key]
+
+    def _inherited_styles(self, ph: Any) -> list[Any]:
         styles = [_list_style(_matching(self.layout, ph, True)), _list_style(_matching(self.master, ph, False))]
         tx = _find(self.master, "txStyles") if self.master is not None else None
         styles.append(_child(tx, _MASTER_STYLE.get(ph.get("type") or "body", "bodyStyle")) if tx is not None else None)
