@@ -270,7 +270,7 @@ def many_statements_sql(size: int = 16_000_000) -> bytes:
 
 
 def nested_divs_markdown(depth: int = 100_000) -> bytes:
-    """An HTML block of ``depth`` nested ``<div>`` in Markdown (500 KB): markdown's HTML blocks get html's depth cap."""
+    """An HTML block of ``depth`` nested ``<div>`` in Markdown (500 KB), past ``markdown_html_max_nesting_depth``."""
     return b"<div>" * depth + b"deep" + b"</div>" * depth + b"\n"
 
 

@@ -337,8 +337,27 @@ def test_malformed_markup_is_recovered_like_a_browser() -> None:
 
 
 def test_visible_text_helper() -> None:
-    assert visible_text('<div align="center"><b>Shown</b><!-- c --><script>x</script></div>', LIMITS) == "Shown"
-    assert visible_text("<!-- only a comment -->", LIMITS) == ""
+    assert visible_text('<div align="center"><b>Shown</b><!-- c --><script>x</script></div>', LIMITS) == (
+        "Shown",
+        False,
+    )
+    assert visible_text("<!-- only a comment -->", LIMITS) == ("", False)
+
+
+def test_cut_deep_nesting_stops_at_the_first_tag_past_the_depth() -> None:
+    """Depth counts as for the flattening (void, self-closing and optional-end elements do not count; end tags
+    close): the first start tag past the depth and every tag after it become a space, the text stays."""
+    from extract_fn.formats.html_format import cut_deep_nesting
+
+    shallow = "<div><p><br><img/><span>a</span><span>b</span></div>" * 50
+    assert cut_deep_nesting(shallow, 2) == (shallow, False)
+    deep = "<div>" * 3 + "<span>a</span>" + "<b><i>x</i></b>" + "</div>" * 3 + "<div>tail</div>"
+    cut, was_cut = cut_deep_nesting(deep, 4)
+    assert was_cut
+    assert cut == "<div>" * 3 + "<span>a</span><b>" + " x" + " " * 6 + "tail "  # </i></b>, 3 </div>, <div>
+    assert cut_deep_nesting(deep, 5) == (deep, False)
+    text, was_cut = visible_text("<div>" * 50_000 + "deep" + "</div>" * 50_000, LIMITS)
+    assert (text, was_cut) == ("deep", True)
 
 
 @pytest.mark.parametrize(

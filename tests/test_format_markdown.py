@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import random
 import re
 import subprocess
@@ -573,6 +574,7 @@ def test_table_port_matches_markdown_it_py() -> None:
         "<!doctype html>\n",  # kind 4 with a lowercase letter
         "text\n| a |\n|---|\n",  # a table that does not stand alone
         "- " * 40 + "deep\n",  # nesting past FAST_MAX_PREFIX_COLUMNS
+        "[" * 1500 + "x" + "]" * 1500 + "\n\npara\n",  # more brackets than FAST_MAX_BRACKETS_PER_LINE: slower there
     ],
 )
 def test_fast_path_guards(src: str) -> None:
@@ -595,6 +597,42 @@ def test_fast_path_takes_plain_documents_and_standalone_tables() -> None:
         "code",
         "paragraph",
     ]
+
+
+def test_fast_path_at_its_bracket_density_bound() -> None:
+    """The fast parser declines a source with more square brackets than FAST_MAX_BRACKETS_PER_LINE a line (its
+    cost per ASCII punctuation character outweighs what it saves per line) and takes one at the bound; the artifact
+    is the same either way."""
+    bound = markdown_format.FAST_MAX_BRACKETS_PER_LINE
+    at_bound = "[" * (bound - 1) + "x]\n"  # two lines (the text after the last newline counts as one)
+    assert _fast_taken(at_bound + "[" * bound)
+    assert not _fast_taken(at_bound + "[" * (bound + 1))
+    for src in (at_bound + "[" * bound, at_bound + "[" * (bound + 1)):
+        mine, reference = _both(src)
+        assert mine == reference
+
+
+def test_html_block_nested_past_its_cap_keeps_its_text_and_says_so() -> None:
+    """An HTML block whose tags nest past limits.markdown_html_max_nesting_depth: from the first tag too deep on its
+    tags are dropped (one substitution, not Lexbor's tree at that depth) and its text kept; a warning says so. At the
+    cap the block is read as before, with no warning."""
+    cap = LIMITS.markdown_html_max_nesting_depth
+
+    def html_block(depth: int) -> str:
+        return "<div>" * depth + "<b>deep</b> &amp; <i>text</i>" + "</div>" * depth + "\n\nafter\n"
+
+    at_cap = run(html_block(cap - 1))  # <b> is the cap-th level
+    assert [b["text"] for b in at_cap["blocks"]] == ["deep & text", "after"]
+    assert at_cap["warnings"] == []
+    past = run(html_block(cap + 5))
+    assert [b["text"] for b in past["blocks"]] == ["deep & text", "after"]
+    assert past["blocks"][0]["attrs"]["html"] is True
+    assert past["warnings"] == [markdown_format.HTML_NESTING_CUT.format(count=1, limit=cap)]
+    assert past["coverage"]["complete"]
+    lowered = dataclasses.replace(LIMITS, markdown_html_max_nesting_depth=3)
+    a = markdown_format.extract(html_block(3).encode(), ExtractRequest("markdown", limits=lowered))
+    assert [b["text"] for b in a["blocks"]] == ["deep & text", "after"]
+    assert a["warnings"] == [markdown_format.HTML_NESTING_CUT.format(count=1, limit=3)]
 
 
 def test_fast_path_at_its_nesting_bound() -> None:

@@ -1073,18 +1073,16 @@ def _run(tree: LexborHTMLParser, walker: _Walker) -> None:
     walker.flush()
 
 
-def visible_text(html: str, limits: Limits) -> str:
-    """What an HTML fragment shows, its blocks' texts joined by newlines (for Markdown's HTML blocks).
-
-    The fragment gets the same depth cap as a whole document (``limits.html_max_nesting_depth``): tags nested deeper
-    are read
-    as plain text containers, so a Markdown file of nested ``<div>`` costs what the html format costs for it."""
-    html, _ = _flatten_deep_nesting(html, limits.html_max_nesting_depth)
+def visible_text(html: str, limits: Limits) -> tuple[str, bool]:
+    """What an HTML fragment (a Markdown HTML block) shows, its blocks' texts joined by newlines, and whether its tags
+    nested deeper than ``limits.markdown_html_max_nesting_depth`` (``cut_deep_nesting``: from the first tag past that
+    depth on, its tags are dropped and its text kept)."""
+    html, cut = cut_deep_nesting(html, limits.markdown_html_max_nesting_depth)
     tree = LexborHTMLParser(html)
     builder = ArtifactBuilder("html", parser=PARSER, parser_version=PARSER_VERSION, unit="chars")
     walker = _Walker(builder, OutputBudget(1 << 62, 0), None, None, limits)  # a fragment's text: unbudgeted
     _run(tree, walker)
-    return "\n".join(b["text"] for b in builder.blocks if b["text"])
+    return "\n".join(b["text"] for b in builder.blocks if b["text"]), cut
 
 
 # HTML5 parsers have no depth limit, and Lexbor's tree building grows with depth squared (200,000 nested <div>s take
@@ -1163,6 +1161,29 @@ def _flatten_deep_nesting(text: str, max_depth: int) -> tuple[str, int]:
         pos = end
     parts.append(text[pos:])
     return "".join(parts), len(cuts)
+
+
+def cut_deep_nesting(text: str, max_depth: int) -> tuple[str, bool]:
+    """``text`` with every tag from the first one nested past ``max_depth`` on replaced by a space (its text kept), and
+    whether there was one. Depth counts as in ``_flatten_deep_nesting``, but the scan stops at the first tag too deep
+    and the rest goes through one regex substitution: 100,000 nested ``<div>`` (500 KB) cost 0.3 s to flatten tag by
+    tag and 0.25 s of Lexbor's at depth 10,000, against a few ms here at depth 1,000. Offsets are not kept: for a
+    fragment whose text is all that is wanted."""
+    if text.count("<") - text.count("</") <= max_depth:  # at most that many start tags: no depth past it
+        return text, False
+    depth = 0
+    for m in _TAG_RE.finditer(text):
+        if m.group(2).lower() in _FLAT_ELEMENTS:
+            continue
+        if m.group(1):
+            if depth:
+                depth -= 1
+        elif not m.group(0).endswith("/>"):
+            depth += 1
+            if depth > max_depth:
+                start = m.start()
+                return text[:start] + _TAG_RE.sub(" ", text[start:]), True
+    return text, False
 
 
 def _body(ctx: FormatContext) -> dict[str, Any]:

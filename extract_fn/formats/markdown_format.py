@@ -15,13 +15,13 @@ The fast path is declined (the reasons are what differential fuzzing found): con
 FAST_MAX_PREFIX_COLUMNS at a line's start (markdown-it-pyrs recurses on the native stack per nested container, has no
 nesting limit and segfaults some 100,000 levels down; the bound keeps it far below both that and markdown-it-py's
 ``limits.markdown_max_nesting``), characters one parser takes for whitespace and the other not, reference definitions,
-lazy
-continuation lines of block quotes, HTML blocks that may span blank lines inside containers, tables other than a run
-of lines that all start with ``|`` (markdown-it-pyrs's table rule is its own, so it runs without one and
+lazy continuation lines of block quotes, HTML blocks that may span blank lines inside containers, tables other than a
+run of lines that all start with ``|`` (markdown-it-pyrs's table rule is its own, so it runs without one and
 ``_table_run_events`` ports markdown-it-py's for that shape), a tree the walk does not expect (including inline
 positions it cannot trust), a Rust panic, and a source whose tree may not fit the process's memory limit
-(FAST_MEMORY_PER_BYTE). Decoding: ``extract_fn.text_decoding.decode_text`` (BOM, ``encoding`` option, strict UTF-8);
-UTF-16/32 without a BOM is the ``encoding`` error (``refuse_wide_text``).
+(FAST_MEMORY_PER_BYTE). It is also declined, for speed only, past FAST_MAX_BRACKETS_PER_LINE square brackets a line,
+where it is the slower of the two. Decoding: ``extract_fn.text_decoding.decode_text`` (BOM, ``encoding`` option,
+strict UTF-8); UTF-16/32 without a BOM is the ``encoding`` error (``refuse_wide_text``).
 
 Blocks, in reading order:
 
@@ -40,7 +40,9 @@ Blocks, in reading order:
 - tables (GFM): a ``paragraph`` block with ``attrs.table = {"columns": [header cells], "rows": [[cells]]}`` (every
   row as long as the header, as GFM pads and cuts them); ``text`` = the header and rows as tab-separated lines.
 - HTML blocks: a ``paragraph`` with ``attrs.html = true`` whose ``text`` is what the HTML shows (tags, comments,
-  scripts and styles dropped); one that shows nothing (a comment, an image) has no block.
+  scripts and styles dropped); one that shows nothing (a comment, an image) has no block. From the first tag nested
+  deeper than ``limits.markdown_html_max_nesting_depth`` on, a block's tags are dropped and its text kept, and a
+  warning says how many blocks were read so (``HTML_NESTING_CUT``).
 - front matter: a YAML block between ``---`` lines at the very top (closed by ``---`` or ``...``) is a ``code``
   block with ``attrs.front_matter = true`` and ``attrs.language = "yaml"``; the rest is parsed as Markdown.
 - block quotes have no block of their own: every block inside one carries ``attrs.quote = true`` and
@@ -224,11 +226,14 @@ def inline_text(content: str, env: dict[str, Any], limits: Limits) -> str:
             # 5 s). With links off they are text, so unescaped ones stand in as the mathematical white brackets
             # (Unicode punctuation too, so emphasis flanking is the same, but no terminator) and come back after.
             children: list[Token] = []
-            stood_in = (
-                content.translate(_BRACKETS_AWAY) if "\\" not in content else _UNESCAPED_BRACKET.sub(_stand_in, content)
-            )
+            # (str.replace, not str.translate: translate into non-Latin-1 characters goes a character at a time,
+            # 0.15 s for 2 MB, where each replace is one C scan)
+            if "\\" not in content:
+                stood_in = content.replace("[", _STAND_IN_OPEN).replace("]", _STAND_IN_CLOSE)
+            else:
+                stood_in = _UNESCAPED_BRACKET.sub(_stand_in, content)
             md.inline.parse(stood_in, md, env, children)
-            return _render_inline(children).translate(_BRACKETS_BACK)
+            return _render_inline(children).replace(_STAND_IN_OPEN, "[").replace(_STAND_IN_CLOSE, "]")
     children = []
     md.inline.parse(content, md, env, children)
     return _render_inline(children)
@@ -237,8 +242,6 @@ def inline_text(content: str, env: dict[str, Any], limits: Limits) -> str:
 _STAND_IN_OPEN: Final = "\u27e6"
 _STAND_IN_CLOSE: Final = "\u27e7"
 _UNESCAPED_BRACKET: Final = re.compile(r"(?<!\\)((?:\\\\)*)([\[\]])")
-_BRACKETS_BACK: Final = {ord(_STAND_IN_OPEN): "[", ord(_STAND_IN_CLOSE): "]"}
-_BRACKETS_AWAY: Final = {ord("["): _STAND_IN_OPEN, ord("]"): _STAND_IN_CLOSE}
 
 
 def _stand_in(m: re.Match[str]) -> str:
@@ -264,11 +267,22 @@ def _render_inline(children: list[Token]) -> str:
     return "".join(parts)
 
 
-def _html_visible_text(html: str, limits: Limits) -> str:
+# An HTML block's tags past limits.markdown_html_max_nesting_depth are dropped (``html_format.cut_deep_nesting``).
+_DEEP_HTML_KEY: Final = "loom_deep_html_blocks"
+HTML_NESTING_CUT: Final = (
+    "{count} HTML block(s) nest tags deeper than {limit} levels: from the first tag past that depth on, their tags "
+    "were dropped and their text kept"
+)
+
+
+def _html_visible_text(html: str, env: dict[str, Any], limits: Limits) -> str:
     """What an HTML block shows: its text with tags, comments, scripts and styles dropped, whitespace collapsed."""
     from extract_fn.formats.html_format import visible_text
 
-    return visible_text(html, limits)
+    text, cut = visible_text(html, limits)
+    if cut:
+        env[_DEEP_HTML_KEY] = env.get(_DEEP_HTML_KEY, 0) + 1
+    return text
 
 
 def _front_matter_end(lines: LineIndex) -> int:
@@ -394,6 +408,12 @@ FAST_MAX_PREFIX_COLUMNS: Final = 64
 FAST_MEMORY_PER_BYTE: Final = 48
 # markdown-it-py's table rule ends a table once it has padded this many missing cells (MAX_AUTOCOMPLETED_CELLS).
 TABLE_MAX_AUTOCOMPLETED_CELLS: Final = 0x10000
+# Square brackets per line (on average over the source) past which the fast parser is slower than markdown-it-py: its
+# inline text node ends at every ASCII punctuation character and is joined again (about 35 ns each, 70 ms for the
+# 2 MB of nested brackets of a JSON-like file sent as Markdown), where markdown-it-py's block parse costs about 14 us
+# a line more (its inline parse reads such content with brackets as text, ``inline_text``, whichever parsed the
+# blocks). A README has a few a line.
+FAST_MAX_BRACKETS_PER_LINE: Final = 512
 
 # A line start followed by enough characters of container markup to hold FAST_MAX_PREFIX_COLUMNS columns (a tab is
 # at most 4); only such lines are measured, with _CONTAINER_MARKUP: the indentation, ``>``s and list markers (each
@@ -521,6 +541,8 @@ def _fast_plan(src: str) -> tuple[dict[int, list[str]], list[int]] | None:
     elif _DIVERGENT_CHARS.search(src):
         return None
     if "]:" in src:  # no reference definition: markdown-it-pyrs reads some otherwise
+        return None
+    if src.count("[") + src.count("]") > FAST_MAX_BRACKETS_PER_LINE * (src.count("\n") + 1):
         return None
     text = "\n" + src
     if _SPANNING_HTML.search(text) or not _nesting_bounded(text) or not _quotes_continue_explicitly(text):
@@ -999,7 +1021,7 @@ class _Walker:
                         attrs["info"] = info
                 self.leaf("code", code, first, last, attrs=attrs or None)
             elif kind == _HTML:
-                text = _html_visible_text(ev[3], limits)
+                text = _html_visible_text(ev[3], env, limits)
                 if text:
                     self.paragraph(text, ev[1], ev[2], {"html": True})
             elif kind == _TABLE:
@@ -1100,5 +1122,8 @@ def _extract(data: bytes, request: ExtractRequest, *, fast: bool = True) -> dict
     literal = env.get(_LITERAL_BRACKETS_KEY, 0)
     if literal:
         builder.warn(LINKS_NOT_PARSED.format(count=literal, limit=limits.markdown_max_bracket_nesting))
+    deep_html = env.get(_DEEP_HTML_KEY, 0)
+    if deep_html:
+        builder.warn(HTML_NESTING_CUT.format(count=deep_html, limit=limits.markdown_html_max_nesting_depth))
     builder.coverage(total=total, extracted=max(0, total - failed_lines))
     return builder.build()

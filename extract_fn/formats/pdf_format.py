@@ -76,6 +76,7 @@ import pypdfium2.raw as R
 from extract_fn.formats import pdf_text
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget
+from extract_fn.formats.pdf_page_count import declared_page_count
 from extract_fn.formats.pdf_streams import check_streams
 from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
@@ -212,16 +213,14 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
     )
     if problem is not None:
         raise ExtractionError(ErrorCode.RESOURCE_LIMIT, problem.message)
+    declared = declared_page_count(data)  # pdfium's own count, without its parse of the page tree
+    if declared is not None and declared > limits.pdf_max_pages:
+        raise _too_many_pages(declared, limits.pdf_max_pages)
     pdf = _open(data)
     try:
         n_pages = len(pdf)
         if n_pages > limits.pdf_max_pages:
-            raise ExtractionError(
-                ErrorCode.RESOURCE_LIMIT,
-                f"the PDF lists {n_pages:,} pages, over this service's limit of {limits.pdf_max_pages:,} "
-                f"pages per file; "
-                "split it into smaller files",
-            )
+            raise _too_many_pages(n_pages, limits.pdf_max_pages)
         builder = ArtifactBuilder(
             "pdf",
             parser=PARSER,
@@ -252,6 +251,14 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
 
 
 extract = format_module(_body)
+
+
+def _too_many_pages(n_pages: int, limit: int) -> ExtractionError:
+    return ExtractionError(
+        ErrorCode.RESOURCE_LIMIT,
+        f"the PDF lists {n_pages:,} pages, over this service's limit of {limit:,} pages per file; split it into "
+        "smaller files",
+    )
 
 
 class _OcrReader:

