@@ -877,8 +877,10 @@ def _recall_crash(memory: CrashMemory, scope: tuple[object, ...], data: bytes | 
 
 # An input refused as ``resource_limit`` or ``corrupt`` after at least this much of a worker's time is remembered
 # too: the refusal depends only on the bytes and the options, so a client looping a hostile file costs one worker
-# run per ``ttl_s``, not one per request. Cheap refusals are not worth an entry (or a hash).
-COSTLY_REFUSAL_S: Final = 0.5
+# run per ``ttl_s``, not one per request. 20 ms is several small files' worth of a worker (a small file takes about
+# 6 ms), so the pre-checks' fast refusals of hostile files (20-60 ms) are remembered too; the truly cheap ones are
+# not worth an entry (or a hash).
+COSTLY_REFUSAL_S: Final = 0.02
 
 
 def _remember_costly_refusal(
