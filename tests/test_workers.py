@@ -112,7 +112,9 @@ def test_messages_say_what_happened(solo: WorkerPool) -> None:
     assert "SIGSEGV" in _error(solo, "segfault").message
     msg = _error(solo, "raise_value_error").message
     assert msg == "the text parser failed on this file (ValueError)"  # no message text, no path, no traceback
-    msg = _error(solo, "huge_output", name=str(3 * MAX_OUTPUT)).message  # refused before serializing
+    # refused before serializing; bytes of its own (the pool remembers refusals by bytes and options, not by name,
+    # which only this test module's extractor reads)
+    msg = _error(solo, "huge_output", b"three times the limit\n", name=str(3 * MAX_OUTPUT)).message
     assert (
         msg
         == f"the artifact's text alone is {3 * MAX_OUTPUT} characters, over this service's limit of {MAX_OUTPUT} bytes"
