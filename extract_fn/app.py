@@ -385,7 +385,10 @@ def _known_format(request: Request) -> str | None:
 
 
 def _int_or_none(value: str | None) -> int | None:
-    return int(value) if value is not None and value.strip().isdigit() else None
+    """A header's byte count for a span attribute; None unless it is 1-18 ASCII digits (``isdigit`` alone admits
+    "²", and a 5,000-digit value would make ``int`` raise)."""
+    value = value.strip() if value is not None else ""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
 
 
 async def _extract_answer(request: Request) -> Response:

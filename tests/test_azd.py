@@ -21,6 +21,7 @@ import yaml
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT201909
 
+from tests.repo_files import repo_files
 from tests.security.outbound_guard import Guard, guard_fixture  # noqa: F401 (the guard fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,14 +234,7 @@ def funcignore_patterns() -> list[str]:
 
 
 def tracked_files() -> list[Path]:
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    return [Path(p) for p in out.decode().split("\0") if p and (ROOT / p).is_file()]
+    return [Path(p) for p in repo_files()]
 
 
 def test_the_published_package_is_the_app_and_nothing_else(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.repo_files import repo_files
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,15 +129,8 @@ def in_context(rel: str, patterns: list[tuple[bool, str]]) -> bool:
 
 
 def context_files() -> list[str]:
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout.decode()
     patterns = dockerignore_patterns()
-    return sorted(p for p in out.split("\0") if p and (ROOT / p).is_file() and in_context(p, patterns))
+    return sorted(p for p in repo_files() if in_context(p, patterns))
 
 
 def test_the_build_context_is_only_what_the_image_copies() -> None:

@@ -188,3 +188,15 @@ def test_the_extractor_service_continues_the_callers_traceparent(
         assert TOKEN not in text
         assert "CONTENT-MARKER-aa11" not in text
         assert "x" * 100 not in text
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("1234", 1234), (" 12 ", 12), (None, None), ("", None), ("-1", None), ("²", None), ("9" * 5000, None)],
+)
+def test_a_span_records_only_a_plain_byte_count_from_a_header(header: str | None, expected: int | None) -> None:
+    """A caller's Content-Length reaches a span attribute only as 1-18 ASCII digits: "²" passes ``isdigit`` and
+    5,000 digits make ``int`` raise; neither may turn an extraction into an error."""
+    from extract_fn.app import _int_or_none
+
+    assert _int_or_none(header) == expected

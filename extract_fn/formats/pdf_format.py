@@ -1866,21 +1866,12 @@ def _emit_ocr(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int,
     if not page.ocr.blocks:
         builder.fail(f"page {p}", f"no text layer (scanned image); {page.ocr.reason}")
         return False
-    for block in page.ocr.blocks:
-        builder.add_block(
-            "paragraph",
-            block.text,
-            parent=stack[-1][1] if stack else None,
-            section_path=[t for _, _, t in stack],
-            locator=make_locator(page_start=p, page_end=p),
-            attrs=block.attrs,
-        )
+    _add_ocr_blocks(builder, page, stack)
     return True
 
 
-def _emit_ocr_regions(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int, str, str]]) -> None:
-    """After a text page's own blocks: the text OCR read in its images; a warning (and ``ocr`` lost) when the file's
-    OCR cap or budget left its images unread."""
+def _add_ocr_blocks(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int, str, str]]) -> None:
+    """The paragraphs OCR read on ``page`` (a scanned page's, or its images'), under the open headings."""
     assert page.ocr is not None
     for block in page.ocr.blocks:
         builder.add_block(
@@ -1891,6 +1882,13 @@ def _emit_ocr_regions(builder: ArtifactBuilder, page: PageResult, stack: list[tu
             locator=make_locator(page_start=page.number, page_end=page.number),
             attrs=block.attrs,
         )
+
+
+def _emit_ocr_regions(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int, str, str]]) -> None:
+    """After a text page's own blocks: the text OCR read in its images; a warning (and ``ocr`` lost) when the file's
+    OCR cap or budget left its images unread."""
+    assert page.ocr is not None
+    _add_ocr_blocks(builder, page, stack)
     if page.ocr.reason:
         builder.warn(f"the images of page {page.number} were {page.ocr.reason}")
         builder.lose(LOST_OCR)
