@@ -1,6 +1,6 @@
 """A real HTTP extractor service (contract v1) for the LOOM client's tests, that misbehaves on demand.
 
-``FakeExtractor`` runs a ``ThreadingHTTPServer`` on a free 127.0.0.1 port. By default it serves a capabilities
+``FakeExtractor`` runs a ``QuietHTTPServer`` on a free 127.0.0.1 port. By default it serves a capabilities
 document (``capabilities``, mutable) at every ``.../v1/capabilities`` path and a small valid artifact for the asked
 format at every ``.../v1/extract`` path. ``reply(path, Reply(...))`` sets what one path answers instead: any status,
 headers and body, no answer at all until the server closes (``hang``: a client timeout fires however slow the
@@ -16,12 +16,13 @@ import threading
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import orjson
 
 from shared.contract import CONTRACT_VERSION, FORMAT_OPTIONS, FORMATS, SCHEMA_VERSION
+from tests.quiet_http import QuietHTTPServer
 
 
 def capabilities_doc(
@@ -184,7 +185,7 @@ class FakeExtractor:
                         return
                 self.wfile.write(b"0\r\n\r\n")
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-extractor", daemon=True

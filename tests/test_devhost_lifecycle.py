@@ -13,12 +13,13 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests.quiet_http import QuietHTTPServer
 from tests.waiting import wait_until
 from tools.azurite import PID_FILE, clean_up_after_crash, free_port, process_start_time
 
@@ -83,9 +84,9 @@ class _Fake(BaseHTTPRequestHandler):
         pass
 
 
-def _fake_extractor(status: int, body: bytes) -> ThreadingHTTPServer:
+def _fake_extractor(status: int, body: bytes) -> QuietHTTPServer:
     handler = type("Handler", (_Fake,), {"status": status, "body": body})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

@@ -317,7 +317,9 @@ class _Hanging:
 
     def __init__(self) -> None:
         import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
+
+        from tests.quiet_http import QuietHTTPServer
 
         self.release = threading.Event()
         self.received = threading.Event()  # set by the first request it takes
@@ -334,7 +336,7 @@ class _Hanging:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

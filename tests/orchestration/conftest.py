@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -26,6 +26,7 @@ from shared.orchestration.poll import PollResult, handle_poll_message
 from shared.orchestration.registration import ExtractorConfig
 from shared.orchestration.settings import OrchestrationSettings
 from shared.orchestration.status import QueueStatusPublisher
+from tests.quiet_http import QuietHTTPServer
 
 DOCSAI_TOKEN = "docsai-secret-token-value"
 DBRICKS_TOKEN = "dbricks-secret-token-value"
@@ -71,7 +72,7 @@ Route = Callable[[Seen], Reply]
 
 
 class LocalServer:
-    """ThreadingHTTPServer on 127.0.0.1:<free port> in a thread; ``route`` decides each answer; requests recorded."""
+    """QuietHTTPServer on 127.0.0.1:<free port> in a thread; ``route`` decides each answer; requests recorded."""
 
     def __init__(self, route: Route | None = None) -> None:
         self.route: Route = route or (lambda seen: Reply(404))
@@ -131,7 +132,7 @@ class LocalServer:
             do_POST = _handle
             do_PUT = _handle
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"

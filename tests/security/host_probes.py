@@ -16,9 +16,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.quiet_http import QuietHTTPServer
 
 _IN_ACCESS = 0x001
 _IN_OPEN = 0x020
@@ -82,7 +84,7 @@ def recording_server() -> Iterator[RecordingServer]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    class Server(ThreadingHTTPServer):
+    class Server(QuietHTTPServer):
         def process_request(self, request: Any, client_address: Any) -> None:
             record.connections.append(f"{client_address}")
             super().process_request(request, client_address)

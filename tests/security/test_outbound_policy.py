@@ -7,7 +7,7 @@ import gzip
 import socket
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -16,6 +16,7 @@ from shared.orchestration.results import ResultError, download_result
 from shared.orchestration.settings import OrchestrationSettings
 from shared.outbound import Allowlist, Bearer, Outbound, OutboundFailed, OutboundRefused, address_refusal
 from tests.orchestration.conftest import LocalServer, Reply
+from tests.quiet_http import QuietHTTPServer
 from tests.security.outbound_guard import Guard, guard_fixture  # noqa: F401 - the guard fixture
 
 LOCAL = Outbound(allow_http=True, allow_loopback=True)
@@ -146,7 +147,7 @@ class DripServer:
                 finally:
                     outer.finished.set()
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
