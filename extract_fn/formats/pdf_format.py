@@ -284,11 +284,13 @@ class _OcrReader:
 
         return pdf_pages.read_page(page, self.allowance, self.limits) if self._ready() else None
 
-    def regions(self, page: pdfium.PdfPage, text: str) -> OcrOutcome | None:
+    def regions(self, page: pdfium.PdfPage, text: str, objects: PageObjects) -> OcrOutcome | None:
         """The large images of a page with a text layer: the paragraphs of text the layer lacks."""
         from extract_fn.ocr import pdf_pages
 
-        return pdf_pages.read_regions(page, self.allowance, self.limits, text) if self._ready() else None
+        if not self._ready():
+            return None
+        return pdf_pages.read_regions(page, self.allowance, self.limits, text, images=objects.images)
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -373,11 +375,12 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
                 result.ocr = ocr.scanned(page) if ocr is not None else None
             return result
         rotation = page.get_rotation() % 360
+        objects = PageObjects(page.raw, limits)
         try:
             segs = _segments(raw, text, rotation)
             if segs:
                 result.items = _layout_page(
-                    page.raw, raw, segs, rotation, limits, abandoned=result.tables_abandoned, text=text
+                    objects, raw, segs, rotation, limits, abandoned=result.tables_abandoned, text=text
                 )
         except (ValueError, OverflowError, ZeroDivisionError, IndexError):
             # geometry pdfium reports for a broken page (NaN or infinite positions...): keep its text, in
@@ -387,7 +390,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
             ]
             result.status = "plain"
         if ocr is not None:
-            result.ocr = ocr.regions(page, text)
+            result.ocr = ocr.regions(page, text, objects)
         return result
     finally:
         if textpage is not None:
@@ -503,7 +506,21 @@ class _Calls:
         self.flags = ctypes.c_int()
 
 
-def _is_bold(raw: Any, i: int, calls: _Calls) -> bool:
+def _is_bold(raw: Any, i: int, calls: _Calls, fonts: dict[int, bool]) -> bool:
+    """Character ``i``'s font is bold (its weight, force-bold flag or name say so): asked of pdfium once per font of
+    the page (``fonts``: font address -> bold; a font's address is its own while the page is open)."""
+    obj = R.FPDFText_GetTextObject(raw, i)
+    if not obj:
+        return False  # a character pdfium made up (no text object): no font, as GetFontWeight/GetFontInfo say
+    font = R.FPDFTextObj_GetFont(obj)
+    key = ctypes.addressof(font.contents) if font else 0
+    bold = fonts.get(key)
+    if bold is None:
+        bold = fonts[key] = _font_is_bold(raw, i, calls)
+    return bold
+
+
+def _font_is_bold(raw: Any, i: int, calls: _Calls) -> bool:
     weight = R.FPDFText_GetFontWeight(raw, i)
     if weight >= 600:
         return True
@@ -560,6 +577,7 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
     calls = _Calls()
     out: list[Seg] = []
     frames: dict[int, tuple[float, float]] = {}
+    fonts: dict[int, bool] = {}
     for match in _LINE_RE.finditer(text):
         s, e = match.span()
         line = match.group()
@@ -610,10 +628,10 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
         fr = [_box_to_frame(*r, cs) for r in rects]
         if size <= 0:
             size = max(1.0, *(r[3] - r[1] for r in fr))
-        bold = _is_bold(raw, first, calls)
+        bold = _is_bold(raw, first, calls, fonts)
         if bold and e - s > 1:  # bold only if its middle and last characters are too (run-in headings are not)
             for probe in ((s + e) // 2, e - 1):
-                if not text[probe].isspace() and not _is_bold(raw, probe, calls):
+                if not text[probe].isspace() and not _is_bold(raw, probe, calls, fonts):
                     bold = False
                     break
         R.FPDFText_GetCharOrigin(raw, first, calls.a, calls.b)
@@ -823,7 +841,7 @@ def _seg_with_ends(*args: Any) -> Seg:
 
 
 def _layout_page(
-    page_raw: Any,
+    objects: PageObjects,
     raw: Any,
     segs: list[Seg],
     rotation: int,
@@ -850,7 +868,7 @@ def _layout_page(
         if frame in (0, 90, 180, 270) and len(fsegs) >= 4:
             if edges_user is None:
                 try:
-                    edges_user = _ruling_edges(page_raw, limits)
+                    edges_user = objects.ruling_edges()
                 except TablesAbandoned as exc:
                     abandoned.append(str(exc))
                     edges_user = ([], [])
@@ -1055,8 +1073,10 @@ def _script_hosts(run: list[Seg]) -> dict[int, Seg]:
         return {}
     small = 0.85 * sizes[-1]
     hosts: dict[int, Seg] = {}
+    # (a host is 1/0.85 times a script's size or more: a segment with no such neighbour has none to look for)
+    room = [0.85 * s.size if s.table is None else 0.0 for s in run]
     for k, s in enumerate(run):
-        if s.table is not None or s.size > small:
+        if s.table is not None or s.size > small or s.size > max(room[max(0, k - 8) : k + 9]):
             continue
         for h in run[max(0, k - 8) : k + 9]:
             if h is s or h.table is not None or s.size > 0.85 * h.size or id(h) in hosts:
@@ -1195,82 +1215,140 @@ class TablesAbandoned(Exception):
     """Ruled-table detection gave up on a page (past a bound): its text stays paragraphs, and the artifact says so."""
 
 
-def _ruling_edges(page_raw: Any, limits: Limits) -> tuple[list[Edge], list[Edge]]:
-    """Horizontal and vertical line pieces drawn on the page (user space); TablesAbandoned past the path bounds."""
-    hs: list[Edge] = []
-    vs: list[Edge] = []
-    identity = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
-    fm = R.FS_MATRIX()
-    fl, fb, fr, ft = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
-    fill = ctypes.c_int()
-    stroke = ctypes.c_int()
-    px, py = ctypes.c_float(), ctypes.c_float()
-    budget_objects = limits.pdf_max_path_objects
-    budget_segments = limits.pdf_max_path_segments
-    stack: list[tuple[Any, tuple[float, ...], int, bool]] = [(page_raw, identity, 0, False)]
-    while stack:
-        holder, ctm, depth, is_form = stack.pop()
-        count = R.FPDFFormObj_CountObjects(holder) if is_form else R.FPDFPage_CountObjects(holder)
-        for k in range(count):
-            obj = R.FPDFFormObj_GetObject(holder, k) if is_form else R.FPDFPage_GetObject(holder, k)
-            if not obj:
-                continue
-            kind = R.FPDFPageObj_GetType(obj)
-            if kind == R.FPDF_PAGEOBJ_FORM:
-                if depth < limits.pdf_max_form_depth and R.FPDFPageObj_GetMatrix(obj, fm):
-                    stack.append((obj, _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm), depth + 1, True))
-                continue
-            if kind != R.FPDF_PAGEOBJ_PATH:
-                continue
-            budget_objects -= 1
-            if budget_objects < 0:
-                raise TablesAbandoned(f"the page draws more than {limits.pdf_max_path_objects:,} paths")
-            if R.FPDFPath_GetDrawMode(obj, fill, stroke) and not fill.value and not stroke.value:
-                continue
-            if not R.FPDFPageObj_GetBounds(obj, fl, fb, fr, ft):
-                continue
-            if is_form:
-                pts = [_apply(ctm, fl.value, fb.value), _apply(ctm, fr.value, ft.value)]
-                left, right = sorted((pts[0][0], pts[1][0]))
-                bottom, top = sorted((pts[0][1], pts[1][1]))
-            else:
-                left, bottom, right, top = fl.value, fb.value, fr.value, ft.value
-            w, h = right - left, top - bottom
-            if h <= 3.0 and w > 3.0:
-                hs.append(((bottom + top) / 2, left, right))
-                continue
-            if w <= 3.0 and h > 3.0:
-                vs.append(((left + right) / 2, bottom, top))
-                continue
-            if w <= 3.0 and h <= 3.0:
-                continue
-            nseg = R.FPDFPath_CountSegments(obj)
-            if nseg <= 0 or nseg > 512:
-                continue
-            budget_segments -= nseg
-            if budget_segments < 0:
-                raise TablesAbandoned(f"the page's paths have more than {limits.pdf_max_path_segments:,} segments")
-            if not R.FPDFPageObj_GetMatrix(obj, fm):
-                continue
-            mtx = _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm)
-            start: tuple[float, float] | None = None
-            prev: tuple[float, float] | None = None
-            for j in range(nseg):
-                seg = R.FPDFPath_GetPathSegment(obj, j)
-                if not seg or not R.FPDFPathSegment_GetPoint(seg, px, py):
+class PageObjects:
+    """One walk of a page's objects (form XObjects included), made on first use and shared: the ruling lines drawn
+    on it for table detection (``ruling_edges``) and its image objects for OCR (``images``). Walking the page once,
+    with pdfium's raw calls, instead of once per use (and once more through pypdfium2's object wrappers) halved the
+    object walking of the benchmark's doc200.pdf."""
+
+    __slots__ = ("_abandoned", "_edges", "_images", "_limits", "_raw")
+
+    def __init__(self, page_raw: Any, limits: Limits) -> None:
+        self._raw = page_raw
+        self._limits = limits
+        self._edges: tuple[list[Edge], list[Edge]] | None = None
+        self._abandoned: str | None = None
+        self._images: list[Any] = []
+
+    def ruling_edges(self) -> tuple[list[Edge], list[Edge]]:
+        """Horizontal and vertical line pieces drawn on the page (user space); TablesAbandoned past the path
+        bounds."""
+        edges = self._walked()
+        if self._abandoned is not None:
+            raise TablesAbandoned(self._abandoned)
+        return edges
+
+    def images(self) -> list[Any]:
+        """The page's image objects in content order (pypdfium2's ``get_objects`` order: a form's objects right
+        after it), within ``pdf_max_form_depth - 1`` nested forms as ``get_objects`` reads them."""
+        self._walked()
+        return self._images
+
+    def _walked(self) -> tuple[list[Edge], list[Edge]]:
+        if self._edges is None:
+            self._edges = self._walk()
+        return self._edges
+
+    def _walk(self) -> tuple[list[Edge], list[Edge]]:
+        limits = self._limits
+        hs: list[Edge] = []
+        vs: list[Edge] = []
+        images: list[tuple[tuple[int, ...], Any]] = []  # (index path from the page down, object)
+        identity = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+        fm = R.FS_MATRIX()
+        fl, fb, fr, ft = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
+        fill = ctypes.c_int()
+        stroke = ctypes.c_int()
+        px, py = ctypes.c_float(), ctypes.c_float()
+        budget_objects = limits.pdf_max_path_objects
+        budget_segments = limits.pdf_max_path_segments
+        max_depth = limits.pdf_max_form_depth
+        image_depth = max(max_depth - 1, 0)  # get_objects reads forms nested max_depth - 1 deep
+        form_kind, path_kind, image_kind = R.FPDF_PAGEOBJ_FORM, R.FPDF_PAGEOBJ_PATH, R.FPDF_PAGEOBJ_IMAGE
+        # (holder, its matrix or None: a form whose matrix is unknown, whose paths are not read; depth; where)
+        stack: list[tuple[Any, tuple[float, ...] | None, int, tuple[int, ...]]] = [(self._raw, identity, 0, ())]
+        while stack:
+            holder, ctm, depth, where = stack.pop()
+            is_form = depth > 0
+            count = R.FPDFFormObj_CountObjects(holder) if is_form else R.FPDFPage_CountObjects(holder)
+            for k in range(count):
+                obj = R.FPDFFormObj_GetObject(holder, k) if is_form else R.FPDFPage_GetObject(holder, k)
+                if not obj:
                     continue
-                pt = _apply(mtx, px.value, py.value)
-                stype = R.FPDFPathSegment_GetType(seg)
-                if stype == R.FPDF_SEGMENT_MOVETO:
-                    start = prev = pt
+                kind = R.FPDFPageObj_GetType(obj)
+                if kind == image_kind:
+                    if depth <= image_depth:
+                        images.append(((*where, k), obj))
                     continue
-                if prev is not None:
-                    _add_edge(prev, pt, hs, vs)
-                prev = pt
-                if R.FPDFPathSegment_GetClose(seg) and start is not None:
-                    _add_edge(pt, start, hs, vs)
-                    prev = start
-    return hs, vs
+                if kind == form_kind:
+                    if depth < max_depth:
+                        inner = None
+                        if ctm is not None and R.FPDFPageObj_GetMatrix(obj, fm):
+                            inner = _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm)
+                        stack.append((obj, inner, depth + 1, (*where, k)))
+                    continue
+                if kind != path_kind or ctm is None or self._abandoned is not None:
+                    continue
+                budget_objects -= 1
+                if budget_objects < 0:
+                    self._abandoned = f"the page draws more than {limits.pdf_max_path_objects:,} paths"
+                    continue
+                if R.FPDFPath_GetDrawMode(obj, fill, stroke) and not fill.value and not stroke.value:
+                    continue
+                if not R.FPDFPageObj_GetBounds(obj, fl, fb, fr, ft):
+                    continue
+                if is_form:
+                    pts = [_apply(ctm, fl.value, fb.value), _apply(ctm, fr.value, ft.value)]
+                    left, right = sorted((pts[0][0], pts[1][0]))
+                    bottom, top = sorted((pts[0][1], pts[1][1]))
+                else:
+                    left, bottom, right, top = fl.value, fb.value, fr.value, ft.value
+                w, h = right - left, top - bottom
+                if h <= 3.0 and w > 3.0:
+                    hs.append(((bottom + top) / 2, left, right))
+                    continue
+                if w <= 3.0 and h > 3.0:
+                    vs.append(((left + right) / 2, bottom, top))
+                    continue
+                if w <= 3.0 and h <= 3.0:
+                    continue
+                nseg = R.FPDFPath_CountSegments(obj)
+                if nseg <= 0 or nseg > 512:
+                    continue
+                budget_segments -= nseg
+                if budget_segments < 0:
+                    self._abandoned = f"the page's paths have more than {limits.pdf_max_path_segments:,} segments"
+                    continue
+                if not R.FPDFPageObj_GetMatrix(obj, fm):
+                    continue
+                _path_edges(obj, nseg, _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm), point=(px, py), hs=hs, vs=vs)
+        images.sort(key=lambda item: item[0])
+        self._images = [obj for _, obj in images]
+        return hs, vs
+
+
+def _path_edges(
+    obj: Any, nseg: int, mtx: tuple[float, ...], *, point: tuple[Any, Any], hs: list[Edge], vs: list[Edge]
+) -> None:
+    """The horizontal and vertical pieces of one path's segments (``point``: the ctypes floats pdfium fills)."""
+    px, py = point
+    start: tuple[float, float] | None = None
+    prev: tuple[float, float] | None = None
+    for j in range(nseg):
+        seg = R.FPDFPath_GetPathSegment(obj, j)
+        if not seg or not R.FPDFPathSegment_GetPoint(seg, px, py):
+            continue
+        pt = _apply(mtx, px.value, py.value)
+        stype = R.FPDFPathSegment_GetType(seg)
+        if stype == R.FPDF_SEGMENT_MOVETO:
+            start = prev = pt
+            continue
+        if prev is not None:
+            _add_edge(prev, pt, hs, vs)
+        prev = pt
+        if R.FPDFPathSegment_GetClose(seg) and start is not None:
+            _add_edge(pt, start, hs, vs)
+            prev = start
 
 
 def _apply(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
