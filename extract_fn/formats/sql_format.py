@@ -1366,6 +1366,11 @@ class TreeInfo:
 
 
 def tree_info(exprs: list[exp.Expr]) -> TreeInfo:
+    """The kind, defined and referenced names and columns of a parsed statement.
+
+    It is the last look at the trees: the walk also cuts each node's ``parent``, so the tree (whose nodes and their
+    parents point at each other) is freed by reference counting when the statement is done, not left to the cycle
+    collector. On big.sql the collector's passes over the dropped trees were about a fifth of the extraction."""
     first = exprs[0]
     kind: str | None = _EXPR_KINDS.get(type(first))
     defines: list[str] = []
@@ -1406,6 +1411,7 @@ def tree_info(exprs: list[exp.Expr]) -> TreeInfo:
                 tables.append(node)
             elif isinstance(node, exp.CTE) and node.alias:
                 ctes.add(node.alias)
+            node.parent = None  # (nothing below asks for a parent: names come from args)
     refs: list[str] = []
     for t in tables:
         if id(t) in skip or (ctes and not t.args.get("db") and t.name in ctes):
