@@ -11,7 +11,8 @@ pointers of their own with no ``argtypes``. A caller passes only what ctypes han
 - ``ctypes.byref`` of an out-parameter (``OutParams`` holds them; a bare ``c_double`` would go by value).
 
 ``text_object`` gives an object's address (an ``int``), which only ``text_object_font`` (declared to take one)
-takes; a font is an address too, used as a key while its page is open.
+takes; a font is an address too, used as a key while its page is open. ``page_object`` and ``form_object`` give
+pypdfium2 handles, as the checked calls do, so the checked calls take them too.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ text_object = _unchecked(R.FPDFText_GetTextObject, ctypes.c_void_p)
 # (text object address) -> its font (an address)
 text_object_font = _unchecked(R.FPDFTextObj_GetFont, ctypes.c_void_p)
 text_object_font.argtypes = (ctypes.c_void_p,)
+
+# (page, index) and (form object, index) -> the object (a pypdfium2 handle, as the checked call gives it)
+page_object = _unchecked(R.FPDFPage_GetObject, R.FPDFPage_GetObject.restype)
+form_object = _unchecked(R.FPDFFormObj_GetObject, R.FPDFFormObj_GetObject.restype)
+# (object handle) -> FPDF_PAGEOBJ_*
+object_type = _unchecked(R.FPDFPageObj_GetType, ctypes.c_int)
 
 
 class OutParams:

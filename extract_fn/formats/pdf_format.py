@@ -1303,10 +1303,10 @@ class PageObjects:
             is_form = depth > 0
             count = R.FPDFFormObj_CountObjects(holder) if is_form else R.FPDFPage_CountObjects(holder)
             for k in range(count):
-                obj = R.FPDFFormObj_GetObject(holder, k) if is_form else R.FPDFPage_GetObject(holder, k)
+                obj = C.form_object(holder, k) if is_form else C.page_object(holder, k)
                 if not obj:
                     continue
-                kind = R.FPDFPageObj_GetType(obj)
+                kind = C.object_type(obj)
                 if kind == image_kind:
                     if depth <= image_depth:
                         images.append(((*where, k), obj))
