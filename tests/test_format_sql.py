@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -401,19 +402,67 @@ def test_statements_too_deep_for_the_parser_are_failed_not_crashes() -> None:
     assert "nested 3000 deep" in cov["failed"][0]["reason"]
 
 
+def _budget_reason(chars: int) -> str:
+    return (
+        f"not parsed: the parse budget ({chars:,} characters given to the parser per file) ran out; split and keyed "
+        "by their keywords only"
+    )
+
+
 def test_the_parse_budget_leaves_the_rest_keyed_by_keywords() -> None:
-    no_time = dataclasses.replace(LIMITS, sql_parse_budget_s=0.0)
-    a = run("CREATE TABLE a (x INT);\nINSERT INTO b VALUES (1);\nSELECT 1;", limits=no_time)
+    none_left = dataclasses.replace(LIMITS, sql_parse_budget_chars=0)
+    a = run("CREATE TABLE a (x INT);\nINSERT INTO b VALUES (1);\nSELECT 1;", limits=none_left)
     cov = a["coverage"]
     assert (cov["total"], cov["extracted"]) == (3, 0)
     assert cov["lost"] == [LOST_SQL_STRUCTURE]
-    assert cov["failed"] == [
-        {
-            "unit": "statements 1-3 (from line 1)",
-            "reason": "not parsed: the 0 s parse budget ran out; split and keyed by their keywords only",
-        }
-    ]
+    assert cov["failed"] == [{"unit": "statements 1-3 (from line 1)", "reason": _budget_reason(0)}]
     assert [b["keys"] for b in statements(a)] == [["a"], ["b"], []]
+
+
+def test_the_parse_budget_counts_the_characters_given_to_the_parser() -> None:
+    # 22 + 24 characters: the first two statements fit in 46, the third (8 more) does not, nor in 45 the second
+    sql = "CREATE TABLE a (x INT);\nINSERT INTO b VALUES (1);\nSELECT 1;"
+    two = run(sql, limits=dataclasses.replace(LIMITS, sql_parse_budget_chars=46))
+    assert [b["attrs"]["parsed"] for b in statements(two)] == [True, True, False]
+    assert two["coverage"]["failed"] == [{"unit": "statements 3-3 (from line 3)", "reason": _budget_reason(46)}]
+    assert two["coverage"]["lost"] == [LOST_SQL_STRUCTURE]
+    one = run(sql, limits=dataclasses.replace(LIMITS, sql_parse_budget_chars=45))
+    assert [b["attrs"]["parsed"] for b in statements(one)] == [True, False, False]
+    assert one["coverage"]["failed"] == [{"unit": "statements 2-3 (from line 2)", "reason": _budget_reason(45)}]
+    # statements the parser is not given (too long) cost nothing
+    long_first = "SELECT '" + "x" * 100 + "';\n" + sql
+    skipped = run(long_first, limits=dataclasses.replace(LIMITS, sql_parse_budget_chars=46, sql_max_parse_chars=60))
+    assert [b["attrs"]["parsed"] for b in statements(skipped)] == [False, True, True, False]
+
+
+def test_the_parse_budget_does_not_depend_on_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine so slow (or loaded) that every clock reading is 1,000 s after the last gives the same artifact: a
+    wall-clock budget would stop parsing after the first statement."""
+    sql = "".join(f"INSERT INTO t{i} SELECT a, b FROM s{i} WHERE a > {i};\n" for i in range(40))
+    quiet = run(sql)
+    assert quiet["coverage"]["extracted"] == 40
+    ticks = iter(range(0, 10**12, 1000))
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(ticks)))
+    monkeypatch.setattr(time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(time, "process_time", lambda: float(next(ticks)))
+    assert run(sql) == quiet
+
+
+def test_a_file_past_the_parse_budget_gives_the_same_answer_every_time() -> None:
+    sql = "".join(f"INSERT INTO t{i} VALUES ({i}, 'row {i}');\n" for i in range(300))
+    per = len("INSERT INTO t100 VALUES (100, 'row 100')")
+    small = dataclasses.replace(LIMITS, sql_parse_budget_chars=150 * per)
+    first, second = run(sql, limits=small), run(sql, limits=small)
+    assert first == second
+    cov = first["coverage"]
+    parsed = cov["extracted"]
+    assert 150 < parsed < 300  # the short early statements leave room for more than 150
+    assert cov["failed"] == [
+        {"unit": f"statements {parsed + 1}-300 (from line {parsed + 1})", "reason": _budget_reason(150 * per)}
+    ]
+    given = sum(len(b["text"]) for b in statements(first) if b["attrs"]["parsed"])
+    assert given <= 150 * per < given + len(statements(first)[parsed]["text"])
+    assert all(b["keys"] for b in statements(first)[parsed:])  # keyed by their keywords
 
 
 def test_the_output_budget_cuts_statements_and_says_so() -> None:

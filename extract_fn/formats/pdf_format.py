@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pypdfium2 as pdfium
 import pypdfium2.raw as R
 
+from extract_fn.formats import pdf_calls as C
 from extract_fn.formats import pdf_text
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget
@@ -284,11 +285,13 @@ class _OcrReader:
 
         return pdf_pages.read_page(page, self.allowance, self.limits) if self._ready() else None
 
-    def regions(self, page: pdfium.PdfPage, text: str) -> OcrOutcome | None:
+    def regions(self, page: pdfium.PdfPage, text: str, objects: PageObjects) -> OcrOutcome | None:
         """The large images of a page with a text layer: the paragraphs of text the layer lacks."""
+        if not objects.images() or not self._ready():
+            return None  # (a page without images does not load the OCR modules and engine)
         from extract_fn.ocr import pdf_pages
 
-        return pdf_pages.read_regions(page, self.allowance, self.limits, text) if self._ready() else None
+        return pdf_pages.read_regions(page, self.allowance, self.limits, text, images=objects.images)
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -373,11 +376,12 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
                 result.ocr = ocr.scanned(page) if ocr is not None else None
             return result
         rotation = page.get_rotation() % 360
+        objects = PageObjects(page.raw, limits)
         try:
             segs = _segments(raw, text, rotation)
             if segs:
                 result.items = _layout_page(
-                    page.raw, raw, segs, rotation, limits, abandoned=result.tables_abandoned, text=text
+                    objects, raw, segs, rotation, limits, abandoned=result.tables_abandoned, text=text
                 )
         except (ValueError, OverflowError, ZeroDivisionError, IndexError):
             # geometry pdfium reports for a broken page (NaN or infinite positions...): keep its text, in
@@ -387,7 +391,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
             ]
             result.status = "plain"
         if ocr is not None:
-            result.ocr = ocr.regions(page, text)
+            result.ocr = ocr.regions(page, text, objects)
         return result
     finally:
         if textpage is not None:
@@ -453,7 +457,7 @@ def _drop_unmapped(raw: Any, text: str) -> str:
     out: list[str] | None = None
     for m in _NOT_ASCII_RE.finditer(text):
         i = m.start()
-        if R.FPDFText_HasUnicodeMapError(raw, i) == 1:
+        if C.unicode_map_error(raw, i) == 1:
             if out is None:
                 out = list(text)
             out[i] = "\x00"
@@ -490,20 +494,31 @@ class _Style(NamedTuple):
     cs: tuple[float, float]
 
 
-class _Calls:
-    """ctypes out-parameters reused across calls."""
+class _Calls(C.OutParams):
+    """ctypes out-parameters reused across calls (``pdf_calls`` takes the references ``pa``..``pd``, ``pm``)."""
 
-    __slots__ = ("a", "b", "buf", "c", "d", "fa", "fb", "fc", "fd", "flags", "m")
+    __slots__ = ("buf", "flags")
 
     def __init__(self) -> None:
-        self.a, self.b, self.c, self.d = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
-        self.fa, self.fb, self.fc, self.fd = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
-        self.m = R.FS_MATRIX()
+        super().__init__()
         self.buf = ctypes.create_string_buffer(256)
         self.flags = ctypes.c_int()
 
 
-def _is_bold(raw: Any, i: int, calls: _Calls) -> bool:
+def _is_bold(raw: Any, i: int, calls: _Calls, fonts: dict[int, bool]) -> bool:
+    """Character ``i``'s font is bold (its weight, force-bold flag or name say so): asked of pdfium once per font of
+    the page (``fonts``: font address -> bold; a font's address is its own while the page is open)."""
+    obj = C.text_object(raw, i)
+    if not obj:
+        return False  # a character pdfium made up (no text object): no font, as GetFontWeight/GetFontInfo say
+    key = C.text_object_font(obj) or 0
+    bold = fonts.get(key)
+    if bold is None:
+        bold = fonts[key] = _font_is_bold(raw, i, calls)
+    return bold
+
+
+def _font_is_bold(raw: Any, i: int, calls: _Calls) -> bool:
     weight = R.FPDFText_GetFontWeight(raw, i)
     if weight >= 600:
         return True
@@ -560,6 +575,8 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
     calls = _Calls()
     out: list[Seg] = []
     frames: dict[int, tuple[float, float]] = {}
+    fonts: dict[int, bool] = {}
+    marks = _MARK_RE.search(text) is not None  # a digit before a letter somewhere: footnote marks to look for
     for match in _LINE_RE.finditer(text):
         s, e = match.span()
         line = match.group()
@@ -571,23 +588,26 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
         s += lead
         e -= trail
         first = s
-        R.FPDFText_GetMatrix(raw, first, calls.m)
+        C.char_matrix(raw, first, calls.pm)
         m = calls.m
-        fsize = R.FPDFText_GetFontSize(raw, first)
+        fsize = C.font_size(raw, first)
         if math.isfinite(m.a + m.b + m.c + m.d):
             scale = math.hypot(m.c, m.d) or math.hypot(m.a, m.b) or 1.0
-            theta = _snap_angle(math.degrees(math.atan2(m.b, m.a))) if (m.a or m.b) else 0
+            if m.b == 0.0 and m.a > 0.0:
+                theta = 0  # upright text (atan2 would say 0 too)
+            else:
+                theta = _snap_angle(math.degrees(math.atan2(m.b, m.a))) if (m.a or m.b) else 0
         else:
             scale, theta = 1.0, 0
         size = fsize * scale if 0 < fsize < 1e5 and scale < 1e5 else 0.0
-        nr = R.FPDFText_CountRects(raw, s, e - s)
+        nr = C.count_rects(raw, s, e - s)
         rects: list[tuple[float, float, float, float]] = []
         for k in range(nr):
-            if R.FPDFText_GetRect(raw, k, calls.a, calls.b, calls.c, calls.d):
+            if C.rect(raw, k, calls.pa, calls.pb, calls.pc, calls.pd):
                 # left, top, right, bottom
                 rects.append((calls.a.value, calls.d.value, calls.c.value, calls.b.value))
         if not rects:
-            if R.FPDFText_GetCharBox(raw, first, calls.a, calls.b, calls.c, calls.d):
+            if C.char_box(raw, first, calls.pa, calls.pb, calls.pc, calls.pd):
                 rects.append((calls.a.value, calls.c.value, calls.b.value, calls.d.value))
             else:
                 continue
@@ -596,9 +616,9 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
         if theta == 0 and e - s >= 2 and len(rects) == 1:
             left, bottom, right, top = rects[0]
             if (top - bottom) > 1.8 * max(right - left, 0.1):
-                R.FPDFText_GetCharBox(raw, e - 1, calls.a, calls.b, calls.c, calls.d)
+                C.char_box(raw, e - 1, calls.pa, calls.pb, calls.pc, calls.pd)
                 last_top = calls.d.value
-                R.FPDFText_GetCharBox(raw, first, calls.a, calls.b, calls.c, calls.d)
+                C.char_box(raw, first, calls.pa, calls.pb, calls.pc, calls.pd)
                 if calls.d.value > last_top + 0.5 * max(size, 1.0):
                     frame = -90
         cs = frames.get(frame)
@@ -607,31 +627,52 @@ def _segments(raw: Any, text: str, rotation: int) -> list[Seg]:
         orient: int | str = "vertical" if frame == -90 else (rotation - theta) % 360
         if orient != "vertical" and orient not in (0, 90, 180, 270):
             orient = int(orient)
-        fr = [_box_to_frame(*r, cs) for r in rects]
+        fr = rects if frame == 0 else [_box_to_frame(*r, cs) for r in rects]
         if size <= 0:
             size = max(1.0, *(r[3] - r[1] for r in fr))
-        bold = _is_bold(raw, first, calls)
+        bold = _is_bold(raw, first, calls, fonts)
         if bold and e - s > 1:  # bold only if its middle and last characters are too (run-in headings are not)
             for probe in ((s + e) // 2, e - 1):
-                if not text[probe].isspace() and not _is_bold(raw, probe, calls):
+                if not text[probe].isspace() and not _is_bold(raw, probe, calls, fonts):
                     bold = False
                     break
-        R.FPDFText_GetCharOrigin(raw, first, calls.a, calls.b)
+        C.char_origin(raw, first, calls.pa, calls.pb)
         base0 = _to_frame(calls.a.value, calls.b.value, cs)[1] if frame else calls.b.value
         if _needs_split(fr, size) or (len(fr) > 1 and "\ufffe" not in line and _stacked(fr)):
             out.extend(_split_line(raw, text, s, e, _Style(size, bold, orient, frame, cs), calls=calls))
             continue
-        x0 = min(r[0] for r in fr)
-        y0 = min(r[1] for r in fr)
-        x1 = max(r[2] for r in fr)
-        y1 = max(r[3] for r in fr)
-        base1 = base0 - (fr[0][3] - fr[-1][3]) if len(fr) > 1 else base0
-        clean = _clean(_mark_spaces(raw, text, s, e) if frame == 0 else text[s:e])
+        if len(fr) == 1:
+            x0, y0, x1, y1 = fr[0]
+            base1 = base0
+        else:
+            x0 = min(r[0] for r in fr)
+            y0 = min(r[1] for r in fr)
+            x1 = max(r[2] for r in fr)
+            y1 = max(r[3] for r in fr)
+            base1 = base0 - (fr[0][3] - fr[-1][3])
+        clean = _clean(_mark_spaces(raw, text, s, e, calls) if frame == 0 and marks else text[s:e])
         if clean:
-            seg = Seg(clean, x0, y0, x1, y1, base0, min(base0, base1), size, bold, orient, frame, s, e)
-            seg.xs, seg.xe = fr[0][0], fr[-1][2]
-            seg.hyph = text[e - 1] == "\ufffe"
-            out.append(seg)
+            out.append(
+                Seg(
+                    clean,
+                    x0,
+                    y0,
+                    x1,
+                    y1,
+                    base0,
+                    min(base0, base1),
+                    size,
+                    bold,
+                    orient,
+                    frame,
+                    s,
+                    e,
+                    fr[0][0],
+                    fr[-1][2],
+                    None,
+                    text[e - 1] == "\ufffe",
+                )
+            )
     return out
 
 
@@ -639,28 +680,27 @@ _NOT_ASCII_RE = re.compile(r"[^\x20-\x7e\r\n]")
 _MARK_RE = re.compile(r"\d(?=[^\W\d_])")
 
 
-def _raised_mark(raw: Any, i: int) -> bool:
+def _raised_mark(raw: Any, i: int, calls: _Calls) -> bool:
     """Character ``i`` (a digit) stands raised before the letter after it (its baseline a quarter of the letter's
     height above the letter's) or is set in a smaller font: a footnote mark before its text. Upright text only."""
-    a, b, c, d = ctypes.c_double(), ctypes.c_double(), ctypes.c_double(), ctypes.c_double()
-    if not R.FPDFText_GetCharBox(raw, i + 1, a, b, c, d):
+    if not C.char_box(raw, i + 1, calls.pa, calls.pb, calls.pc, calls.pd):
         return False
-    height = d.value - c.value
-    if not R.FPDFText_GetCharOrigin(raw, i, a, b):
+    height = calls.d.value - calls.c.value
+    if not C.char_origin(raw, i, calls.pa, calls.pb):
         return False
-    raised = b.value
-    if not R.FPDFText_GetCharOrigin(raw, i + 1, a, b):
+    raised = calls.b.value
+    if not C.char_origin(raw, i + 1, calls.pa, calls.pb):
         return False
-    if height > 0 and raised - b.value > 0.25 * height:
+    if height > 0 and raised - calls.b.value > 0.25 * height:
         return True
-    here, nxt = R.FPDFText_GetFontSize(raw, i), R.FPDFText_GetFontSize(raw, i + 1)
+    here, nxt = C.font_size(raw, i), C.font_size(raw, i + 1)
     return 0 < here < 0.8 * nxt  # (set in a smaller font, as TeX sets a footnote mark)
 
 
-def _mark_spaces(raw: Any, text: str, s: int, e: int) -> str:
+def _mark_spaces(raw: Any, text: str, s: int, e: int, calls: _Calls) -> str:
     """``text[s:e]`` with a space after a footnote mark run into the word it stands before ("1Preliminary")."""
     line = text[s:e]
-    cuts = [m.end() for m in _MARK_RE.finditer(line) if _raised_mark(raw, s + m.start())]
+    cuts = [m.end() for m in _MARK_RE.finditer(line) if _raised_mark(raw, s + m.start(), calls)]
     if not cuts:
         return line
     parts = [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)], strict=True)]
@@ -670,8 +710,11 @@ def _mark_spaces(raw: Any, text: str, s: int, e: int) -> str:
 def _clean(text: str) -> str:
     if "\ufffe" in text:
         text = text.replace("\ufffe", "")
-    text = text.replace("\x00", "")
-    return pdf_text.space_direction_changes(_WS_RE.sub(" ", text).strip())
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "  " in text or not text.isprintable():  # (else its only whitespace is single spaces: nothing to fold)
+        text = _WS_RE.sub(" ", text)
+    return pdf_text.space_direction_changes(text.strip())
 
 
 def _stacked(rects: list[tuple[float, float, float, float]]) -> bool:
@@ -705,7 +748,7 @@ def _split_line(raw: Any, text: str, s: int, e: int, style: _Style, *, calls: _C
     def flush(end: int) -> None:
         t = _clean("".join(cur))
         if t and box:
-            R.FPDFText_GetCharOrigin(raw, start, calls.a, calls.b)
+            C.char_origin(raw, start, calls.pa, calls.pb)
             base = _to_frame(calls.a.value, calls.b.value, cs)[1]
             if not box[1] - size <= base <= box[3] + size:
                 base = box[1]
@@ -723,7 +766,7 @@ def _split_line(raw: Any, text: str, s: int, e: int, style: _Style, *, calls: _C
                 cur.append(" ")
             hyph = False
             continue
-        if not R.FPDFText_GetCharBox(raw, i, calls.a, calls.b, calls.c, calls.d):
+        if not C.char_box(raw, i, calls.pa, calls.pb, calls.pc, calls.pd):
             cur.append(ch)
             continue
         x0, y0, x1, y1 = _box_to_frame(calls.a.value, calls.c.value, calls.b.value, calls.d.value, cs)
@@ -738,7 +781,7 @@ def _split_line(raw: Any, text: str, s: int, e: int, style: _Style, *, calls: _C
             and cur[-1].isdigit()
             and ch.isalpha()
             and text[i - 1] == cur[-1]
-            and _raised_mark(raw, i - 1)
+            and _raised_mark(raw, i - 1, calls)
         ):
             cur.append(" ")
         if not box:
@@ -772,7 +815,7 @@ def _resplit(raw: Any, text: str, seg: Seg, cuts: list[float]) -> list[Seg]:
             parts.setdefault(prev_col, []).append((i, " ", (0.0, 0.0, 0.0, 0.0)))
             last = None
             continue
-        if not R.FPDFText_GetCharBox(raw, i, calls.a, calls.b, calls.c, calls.d):
+        if not C.char_box(raw, i, calls.pa, calls.pb, calls.pc, calls.pd):
             continue
         bx = _box_to_frame(calls.a.value, calls.c.value, calls.b.value, calls.d.value, cs)
         col = bisect.bisect_left(cuts, (bx[0] + bx[2]) / 2)
@@ -823,7 +866,7 @@ def _seg_with_ends(*args: Any) -> Seg:
 
 
 def _layout_page(
-    page_raw: Any,
+    objects: PageObjects,
     raw: Any,
     segs: list[Seg],
     rotation: int,
@@ -850,7 +893,7 @@ def _layout_page(
         if frame in (0, 90, 180, 270) and len(fsegs) >= 4:
             if edges_user is None:
                 try:
-                    edges_user = _ruling_edges(page_raw, limits)
+                    edges_user = objects.ruling_edges()
                 except TablesAbandoned as exc:
                     abandoned.append(str(exc))
                     edges_user = ([], [])
@@ -1055,8 +1098,10 @@ def _script_hosts(run: list[Seg]) -> dict[int, Seg]:
         return {}
     small = 0.85 * sizes[-1]
     hosts: dict[int, Seg] = {}
+    # (a host is 1/0.85 times a script's size or more: a segment with no such neighbour has none to look for)
+    room = [0.85 * s.size if s.table is None else 0.0 for s in run]
     for k, s in enumerate(run):
-        if s.table is not None or s.size > small:
+        if s.table is not None or s.size > small or s.size > max(room[max(0, k - 8) : k + 9]):
             continue
         for h in run[max(0, k - 8) : k + 9]:
             if h is s or h.table is not None or s.size > 0.85 * h.size or id(h) in hosts:
@@ -1081,12 +1126,13 @@ def _rows(run: list[Seg]) -> list[Row | TableItem]:
         by_id = {id(s): s for s in run}
         run = sorted(run, key=lambda s: -by_id[id(hosts[id(s)])].base0 if id(s) in hosts else -s.base0)
 
-    def base(s: Seg) -> float:
-        h = hosts.get(id(s))
-        return h.base0 if h is not None else s.base0
-
     def flush() -> None:
         if not group:
+            return
+        if len(group) == 1:  # (most rows: one segment)
+            g = group[0]
+            out.append(Row(g.text, g.xs, g.xe, g.base0, g.base1, g.size, g.bold, g.orient, g.hyph))
+            group.clear()
             return
         group.sort(key=lambda g: g.x0)
         text = group[0].text
@@ -1109,13 +1155,18 @@ def _rows(run: list[Seg]) -> list[Row | TableItem]:
         )
         group.clear()
 
+    first_base = 0.0  # the baseline of the group's first segment (its host's, for a script)
     for s in run:
         if s.table is not None:
             flush()
             out.append(s.table)
             continue
-        if group and (abs(base(s) - base(group[0])) > 0.35 * max(s.size, group[0].size) or s.orient != group[0].orient):
+        host = hosts.get(id(s)) if hosts else None
+        base = host.base0 if host is not None else s.base0
+        if group and (abs(base - first_base) > 0.35 * max(s.size, group[0].size) or s.orient != group[0].orient):
             flush()
+        if not group:
+            first_base = base
         group.append(s)
     flush()
     return out
@@ -1195,82 +1246,140 @@ class TablesAbandoned(Exception):
     """Ruled-table detection gave up on a page (past a bound): its text stays paragraphs, and the artifact says so."""
 
 
-def _ruling_edges(page_raw: Any, limits: Limits) -> tuple[list[Edge], list[Edge]]:
-    """Horizontal and vertical line pieces drawn on the page (user space); TablesAbandoned past the path bounds."""
-    hs: list[Edge] = []
-    vs: list[Edge] = []
-    identity = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
-    fm = R.FS_MATRIX()
-    fl, fb, fr, ft = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
-    fill = ctypes.c_int()
-    stroke = ctypes.c_int()
-    px, py = ctypes.c_float(), ctypes.c_float()
-    budget_objects = limits.pdf_max_path_objects
-    budget_segments = limits.pdf_max_path_segments
-    stack: list[tuple[Any, tuple[float, ...], int, bool]] = [(page_raw, identity, 0, False)]
-    while stack:
-        holder, ctm, depth, is_form = stack.pop()
-        count = R.FPDFFormObj_CountObjects(holder) if is_form else R.FPDFPage_CountObjects(holder)
-        for k in range(count):
-            obj = R.FPDFFormObj_GetObject(holder, k) if is_form else R.FPDFPage_GetObject(holder, k)
-            if not obj:
-                continue
-            kind = R.FPDFPageObj_GetType(obj)
-            if kind == R.FPDF_PAGEOBJ_FORM:
-                if depth < limits.pdf_max_form_depth and R.FPDFPageObj_GetMatrix(obj, fm):
-                    stack.append((obj, _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm), depth + 1, True))
-                continue
-            if kind != R.FPDF_PAGEOBJ_PATH:
-                continue
-            budget_objects -= 1
-            if budget_objects < 0:
-                raise TablesAbandoned(f"the page draws more than {limits.pdf_max_path_objects:,} paths")
-            if R.FPDFPath_GetDrawMode(obj, fill, stroke) and not fill.value and not stroke.value:
-                continue
-            if not R.FPDFPageObj_GetBounds(obj, fl, fb, fr, ft):
-                continue
-            if is_form:
-                pts = [_apply(ctm, fl.value, fb.value), _apply(ctm, fr.value, ft.value)]
-                left, right = sorted((pts[0][0], pts[1][0]))
-                bottom, top = sorted((pts[0][1], pts[1][1]))
-            else:
-                left, bottom, right, top = fl.value, fb.value, fr.value, ft.value
-            w, h = right - left, top - bottom
-            if h <= 3.0 and w > 3.0:
-                hs.append(((bottom + top) / 2, left, right))
-                continue
-            if w <= 3.0 and h > 3.0:
-                vs.append(((left + right) / 2, bottom, top))
-                continue
-            if w <= 3.0 and h <= 3.0:
-                continue
-            nseg = R.FPDFPath_CountSegments(obj)
-            if nseg <= 0 or nseg > 512:
-                continue
-            budget_segments -= nseg
-            if budget_segments < 0:
-                raise TablesAbandoned(f"the page's paths have more than {limits.pdf_max_path_segments:,} segments")
-            if not R.FPDFPageObj_GetMatrix(obj, fm):
-                continue
-            mtx = _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm)
-            start: tuple[float, float] | None = None
-            prev: tuple[float, float] | None = None
-            for j in range(nseg):
-                seg = R.FPDFPath_GetPathSegment(obj, j)
-                if not seg or not R.FPDFPathSegment_GetPoint(seg, px, py):
+class PageObjects:
+    """One walk of a page's objects (form XObjects included), made on first use and shared: the ruling lines drawn
+    on it for table detection (``ruling_edges``) and its image objects for OCR (``images``). Walking the page once,
+    with pdfium's raw calls, instead of once per use (and once more through pypdfium2's object wrappers) halved the
+    object walking of the benchmark's doc200.pdf."""
+
+    __slots__ = ("_abandoned", "_edges", "_images", "_limits", "_raw")
+
+    def __init__(self, page_raw: Any, limits: Limits) -> None:
+        self._raw = page_raw
+        self._limits = limits
+        self._edges: tuple[list[Edge], list[Edge]] | None = None
+        self._abandoned: str | None = None
+        self._images: list[Any] = []
+
+    def ruling_edges(self) -> tuple[list[Edge], list[Edge]]:
+        """Horizontal and vertical line pieces drawn on the page (user space); TablesAbandoned past the path
+        bounds."""
+        edges = self._walked()
+        if self._abandoned is not None:
+            raise TablesAbandoned(self._abandoned)
+        return edges
+
+    def images(self) -> list[Any]:
+        """The page's image objects in content order (pypdfium2's ``get_objects`` order: a form's objects right
+        after it), within ``pdf_max_form_depth - 1`` nested forms as ``get_objects`` reads them."""
+        self._walked()
+        return self._images
+
+    def _walked(self) -> tuple[list[Edge], list[Edge]]:
+        if self._edges is None:
+            self._edges = self._walk()
+        return self._edges
+
+    def _walk(self) -> tuple[list[Edge], list[Edge]]:
+        limits = self._limits
+        hs: list[Edge] = []
+        vs: list[Edge] = []
+        images: list[tuple[tuple[int, ...], Any]] = []  # (index path from the page down, object)
+        identity = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+        fm = R.FS_MATRIX()
+        fl, fb, fr, ft = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
+        fill = ctypes.c_int()
+        stroke = ctypes.c_int()
+        px, py = ctypes.c_float(), ctypes.c_float()
+        budget_objects = limits.pdf_max_path_objects
+        budget_segments = limits.pdf_max_path_segments
+        max_depth = limits.pdf_max_form_depth
+        image_depth = max(max_depth - 1, 0)  # get_objects reads forms nested max_depth - 1 deep
+        form_kind, path_kind, image_kind = R.FPDF_PAGEOBJ_FORM, R.FPDF_PAGEOBJ_PATH, R.FPDF_PAGEOBJ_IMAGE
+        # (holder, its matrix or None: a form whose matrix is unknown, whose paths are not read; depth; where)
+        stack: list[tuple[Any, tuple[float, ...] | None, int, tuple[int, ...]]] = [(self._raw, identity, 0, ())]
+        while stack:
+            holder, ctm, depth, where = stack.pop()
+            is_form = depth > 0
+            count = R.FPDFFormObj_CountObjects(holder) if is_form else R.FPDFPage_CountObjects(holder)
+            for k in range(count):
+                obj = C.form_object(holder, k) if is_form else C.page_object(holder, k)
+                if not obj:
                     continue
-                pt = _apply(mtx, px.value, py.value)
-                stype = R.FPDFPathSegment_GetType(seg)
-                if stype == R.FPDF_SEGMENT_MOVETO:
-                    start = prev = pt
+                kind = C.object_type(obj)
+                if kind == image_kind:
+                    if depth <= image_depth:
+                        images.append(((*where, k), obj))
                     continue
-                if prev is not None:
-                    _add_edge(prev, pt, hs, vs)
-                prev = pt
-                if R.FPDFPathSegment_GetClose(seg) and start is not None:
-                    _add_edge(pt, start, hs, vs)
-                    prev = start
-    return hs, vs
+                if kind == form_kind:
+                    if depth < max_depth:
+                        inner = None
+                        if ctm is not None and R.FPDFPageObj_GetMatrix(obj, fm):
+                            inner = _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm)
+                        stack.append((obj, inner, depth + 1, (*where, k)))
+                    continue
+                if kind != path_kind or ctm is None or self._abandoned is not None:
+                    continue
+                budget_objects -= 1
+                if budget_objects < 0:
+                    self._abandoned = f"the page draws more than {limits.pdf_max_path_objects:,} paths"
+                    continue
+                if R.FPDFPath_GetDrawMode(obj, fill, stroke) and not fill.value and not stroke.value:
+                    continue
+                if not R.FPDFPageObj_GetBounds(obj, fl, fb, fr, ft):
+                    continue
+                if is_form:
+                    pts = [_apply(ctm, fl.value, fb.value), _apply(ctm, fr.value, ft.value)]
+                    left, right = sorted((pts[0][0], pts[1][0]))
+                    bottom, top = sorted((pts[0][1], pts[1][1]))
+                else:
+                    left, bottom, right, top = fl.value, fb.value, fr.value, ft.value
+                w, h = right - left, top - bottom
+                if h <= 3.0 and w > 3.0:
+                    hs.append(((bottom + top) / 2, left, right))
+                    continue
+                if w <= 3.0 and h > 3.0:
+                    vs.append(((left + right) / 2, bottom, top))
+                    continue
+                if w <= 3.0 and h <= 3.0:
+                    continue
+                nseg = R.FPDFPath_CountSegments(obj)
+                if nseg <= 0 or nseg > 512:
+                    continue
+                budget_segments -= nseg
+                if budget_segments < 0:
+                    self._abandoned = f"the page's paths have more than {limits.pdf_max_path_segments:,} segments"
+                    continue
+                if not R.FPDFPageObj_GetMatrix(obj, fm):
+                    continue
+                _path_edges(obj, nseg, _mul((fm.a, fm.b, fm.c, fm.d, fm.e, fm.f), ctm), point=(px, py), hs=hs, vs=vs)
+        images.sort(key=lambda item: item[0])
+        self._images = [obj for _, obj in images]
+        return hs, vs
+
+
+def _path_edges(
+    obj: Any, nseg: int, mtx: tuple[float, ...], *, point: tuple[Any, Any], hs: list[Edge], vs: list[Edge]
+) -> None:
+    """The horizontal and vertical pieces of one path's segments (``point``: the ctypes floats pdfium fills)."""
+    px, py = point
+    start: tuple[float, float] | None = None
+    prev: tuple[float, float] | None = None
+    for j in range(nseg):
+        seg = R.FPDFPath_GetPathSegment(obj, j)
+        if not seg or not R.FPDFPathSegment_GetPoint(seg, px, py):
+            continue
+        pt = _apply(mtx, px.value, py.value)
+        stype = R.FPDFPathSegment_GetType(seg)
+        if stype == R.FPDF_SEGMENT_MOVETO:
+            start = prev = pt
+            continue
+        if prev is not None:
+            _add_edge(prev, pt, hs, vs)
+        prev = pt
+        if R.FPDFPathSegment_GetClose(seg) and start is not None:
+            _add_edge(pt, start, hs, vs)
+            prev = start
 
 
 def _apply(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:

@@ -65,7 +65,7 @@ def _direction(ch: str) -> str:
 
 def space_direction_changes(text: str) -> str:
     """A space between a left-to-right letter and a right-to-left letter that touch (either way round)."""
-    if not _RTL_RE.search(text):
+    if text.isascii() or not _RTL_RE.search(text):
         return text
     out: list[str] = []
     prev = ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pypdfium2 as pdfium
@@ -70,22 +71,33 @@ _MIN_NEW_SHARE = 0.5  # of a paragraph's words the text layer must lack for it t
 _OBJECTS_WALKED = 20_000
 
 
-def image_regions(page: Any, limits: Limits) -> list[tuple[float, float, float, float]]:
-    """(left, bottom, right, top) in page space of the image objects large enough to hold text to read."""
+def image_regions(
+    page: Any, limits: Limits, images: Callable[[], Sequence[Any]] | None = None
+) -> list[tuple[float, float, float, float]]:
+    """(left, bottom, right, top) in page space of the image objects large enough to hold text to read.
+
+    ``images``: the page's raw image objects in content order, when the caller has walked the page already (the PDF
+    module's ``PageObjects``); else they are read here."""
+    import ctypes
+
     import pypdfium2.raw as R
 
     x0, y0, x1, y1 = page.get_bbox()
     page_area = max(1.0, (x1 - x0) * (y1 - y0))
     scale = limits.ocr_dpi / 72
     out: list[tuple[float, float, float, float]] = []
-    objects = page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=limits.pdf_max_form_depth)
+    if images is None:
+        found = page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=limits.pdf_max_form_depth)
+        objects: Iterable[Any] = (obj.raw for obj in found)
+    else:
+        objects = images()
+    fl, fb, fr, ft = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
     for k, obj in enumerate(objects):
         if k >= _OBJECTS_WALKED or len(out) >= MAX_REGIONS_PER_PAGE:
             break
-        try:
-            left, bottom, right, top = obj.get_bounds()
-        except (pdfium.PdfiumError, ValueError):
+        if not R.FPDFPageObj_GetBounds(obj, fl, fb, fr, ft):
             continue
+        left, bottom, right, top = fl.value, fb.value, fr.value, ft.value
         left, bottom, right, top = max(left, x0), max(bottom, y0), min(right, x1), min(top, y1)
         area = (right - left) * (top - bottom)
         if right <= left or top <= bottom or area < _MIN_REGION_SHARE * page_area:
@@ -100,14 +112,20 @@ def _words(text: str) -> list[str]:
     return [w for w in (t.strip(".,;:!?()[]\"'").casefold() for t in text.split()) if w]
 
 
-def read_regions(page: Any, allowance: Allowance, limits: Limits, layer_text: str) -> blocks.OcrOutcome | None:
+def read_regions(
+    page: Any,
+    allowance: Allowance,
+    limits: Limits,
+    layer_text: str,
+    images: Callable[[], Sequence[Any]] | None = None,
+) -> blocks.OcrOutcome | None:
     """OCR of a text page's large images; only paragraphs with words the text layer lacks are kept.
 
     None when the page has no such image (or is displayed rotated: the regions are read on upright pages only).
     """
     if page.get_rotation() % 360:
         return None
-    regions = image_regions(page, limits)
+    regions = image_regions(page, limits, images)
     if not regions:
         return None
     known = set(_words(layer_text))
