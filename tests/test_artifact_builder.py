@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
 import pytest
 
 from shared.artifact import Artifact, validate_artifact
@@ -849,3 +850,33 @@ def test_add_blocks_refuses_and_appends_nothing(rows: list[Any], error: type[Exc
     assert [x["id"] for x in b.blocks] == ["b0"]
     b.add_block("paragraph", "after")  # the ids of the refused call are still free
     assert [x["id"] for x in b.blocks] == ["b0", "b1"]
+
+
+def test_row_blocks_are_plain_dicts_in_add_blocks_key_order() -> None:
+    """Row blocks and their locators are key-sharing dicts (memory): still plain dicts, the literal's JSON, and a
+    block changed afterwards changes alone."""
+    b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+    b.add_row_blocks("t0", ["a: 1", "a: 2"], rows=[2, 3], first_index=0, lines=[(2, 2), (3, 4)])
+    b.add_row_blocks("t0", ["a: 3"], rows=[4], first_index=2, sheet="S", page=1)
+    b.add_table("t", [("a", "number")], [[1], [2], [3]], id="t0")
+    blocks = b.build()["blocks"]
+    assert all(type(x) is dict and type(x["locator"]) is dict for x in blocks)
+    assert orjson.dumps(blocks[1]) == orjson.dumps(
+        {
+            "id": "rt0.1",
+            "type": "paragraph",
+            "text": "a: 2",
+            "section_path": [],
+            "locator": {"line_start": 3, "line_end": 4, "row_start": 3, "row_end": 3},
+            "keys": [],
+            "attrs": {"table_id": "t0"},
+        }
+    )
+    assert list(blocks[2]["locator"]) == ["page_start", "page_end", "sheet", "row_start", "row_end"]
+    blocks[0]["locator"]["extra"] = 1
+    blocks[0]["text"] = "changed"
+    del blocks[0]["keys"]
+    assert blocks[1]["text"] == "a: 2"
+    assert "keys" in blocks[1]
+    assert "extra" not in blocks[1]["locator"]
+    assert list(blocks[0]) == ["id", "type", "text", "section_path", "locator", "attrs"]

@@ -379,13 +379,15 @@ def fit_rows(
     *,
     lines: Sequence[tuple[int, int]] | None = None,
     texts: Sequence[str | None] | None = None,
+    index: int = 0,
 ) -> int:
     """Add row blocks for ``rows`` (in order) while they and the rows fit ``budget``; return how many fit.
 
     ``rows[i]`` is the source's row ``first_row + i``; its block (id ``r<table>.<i>``) is made by
     :meth:`ArtifactBuilder.add_row_blocks`, a chunk of rows at a time. The caller adds the table with
     ``rows[:n]``. ``texts[i]`` is row ``i``'s block text when the format has a better one than :func:`row_text` of
-    the typed values (a CSV row's source text); an empty text, as a row of nulls, makes no block.
+    the typed values (a CSV row's source text); an empty text, as a row of nulls, makes no block. ``index`` is
+    ``rows[0]``'s place among the table's rows when ``rows`` is a later part of them (:class:`TableStream`).
     """
     prefixes = [f"{n}: " for n in spec.names]
     kept = 0
@@ -398,7 +400,7 @@ def fit_rows(
             spec.table_id,
             texts[start:end] if texts is not None else [_prefixed_text(prefixes, row) for row in chunk],
             rows=range(first_row + start, first_row + end),
-            first_index=start,
+            first_index=index + start,
             lines=lines[start:end] if lines is not None else None,
             sheet=spec.sheet,
             section_path=spec.section_path,
@@ -450,6 +452,102 @@ def add_table(
         id=table_id,
     )
     return table_id, kept
+
+
+class TableStream:
+    """One table whose rows arrive a batch at a time (parquet's record batches): each batch's row blocks are made and
+    measured against the budget as it comes, so nothing waits for the whole source, and ``push`` says when the
+    budget is spent (read no more). ``finish`` adds the table of the rows kept.
+
+    What it adds is what :func:`add_table` adds for all the rows at once, byte for byte: the rows are measured in
+    the same chunks of ``CHUNK_ROWS`` counted from the table's first row, whatever the batches' sizes, and the
+    table's own cost (columns, name, locator, attrs) is required before any row, as there. The one difference: it
+    is required with the ``attrs`` and ``table_locator`` given here, and ``finish``'s (known only once the rows are
+    read, as parquet's ``binary_columns``) are charged then, so rows near the budget's end may be measured against
+    a few bytes more than ``add_table`` would have left them.
+    """
+
+    def __init__(
+        self,
+        builder: ArtifactBuilder,
+        budget: OutputBudget,
+        *,
+        name: str,
+        columns: list[tuple[str, str]],
+        first_row: int,
+        header_rows: int,
+        table_locator: dict[str, Any],
+        attrs: dict[str, Any] | None = None,
+        section_path: list[str] | None = None,
+        sheet: str | None = None,
+    ) -> None:
+        self.builder = builder
+        self.budget = budget
+        self.name = name
+        self.all_columns = columns
+        self.columns = columns[:MAX_COLUMNS]
+        self.wide = len(columns) > MAX_COLUMNS
+        self.first_row = first_row
+        self.header_rows = header_rows
+        self.table_id = f"t{len(builder.tables)}"
+        self.header_cost = self._header_cost(table_locator, attrs)
+        budget.require(self.header_cost, f"table {name!r}")
+        self.spec = RowBlockSpec(self.table_id, [c[0] for c in self.columns], section_path or [], sheet)
+        self.kept: list[list[Any]] = []  # rows measured and kept
+        self.pending: list[list[Any]] = []  # rows not yet measured (less than a chunk)
+        self.pending_texts: list[str | None] = []
+        self.done = False  # the budget is spent: later rows are not kept
+
+    def _header_cost(self, table_locator: dict[str, Any], attrs: dict[str, Any] | None) -> int:
+        return len(orjson.dumps([self.columns, attrs or {}, table_locator, self.name])) + 128
+
+    def push(self, rows: list[list[Any]], texts: Sequence[str | None]) -> bool:
+        """Take the next rows (``texts[i]`` row ``i``'s block text, as :func:`fit_rows`); False once the budget is
+        spent (these rows and any later ones are not all kept)."""
+        if self.done:
+            return False
+        if self.wide:
+            rows = [r[:MAX_COLUMNS] for r in rows]
+        self.pending.extend(rows)
+        self.pending_texts.extend(texts)
+        if len(self.pending) >= CHUNK_ROWS:
+            whole = len(self.pending) - len(self.pending) % CHUNK_ROWS
+            self._fit(whole)
+        return not self.done
+
+    def _fit(self, n: int) -> None:
+        """Measure the first ``n`` pending rows (a multiple of ``CHUNK_ROWS`` unless it is the last of them)."""
+        rows, texts = self.pending[:n], self.pending_texts[:n]
+        del self.pending[:n], self.pending_texts[:n]
+        start = len(self.kept)
+        kept = fit_rows(self.builder, self.budget, self.spec, rows, self.first_row + start, texts=texts, index=start)
+        self.kept.extend(rows if kept == len(rows) else rows[:kept])
+        if kept < len(rows) or self.budget.exhausted:
+            self.done = True
+            self.pending.clear()
+            self.pending_texts.clear()
+
+    def finish(self, *, table_locator: dict[str, Any], attrs: dict[str, Any] | None = None) -> tuple[str, int]:
+        """Add the table of the rows kept (and its warnings); return (table id, rows kept)."""
+        if self.pending and not self.done:
+            self._fit(len(self.pending))
+        if self.wide:
+            n = len(self.all_columns)
+            self.builder.warn(f"table {self.name!r} has {n} columns; only the first {MAX_COLUMNS} are in the table")
+            self.builder.fail(
+                f"table {self.name!r} columns {MAX_COLUMNS + 1}-{n}", f"past the contract's {MAX_COLUMNS} columns"
+            )
+        self.budget.charge(self._header_cost(table_locator, attrs) - self.header_cost)
+        self.builder.add_table(
+            self.name,
+            self.columns,
+            self.kept,
+            header_rows=self.header_rows,
+            locator=table_locator,
+            attrs=attrs,
+            id=self.table_id,
+        )
+        return self.table_id, len(self.kept)
 
 
 def report_cut(builder: ArtifactBuilder, what: str, kept: int, total: int, max_bytes: int, *, first_row: int) -> None:
