@@ -120,20 +120,33 @@ _not_none: Final = functools.partial(operator.is_not, None)
 
 def _column_clean(column: tuple[Any, ...]) -> bool:
     """Whether ``_clean_cell`` would return every value of the column unchanged, decided at C speed (``map``,
-    ``min``, ``sum``) for columns of one type and nulls; False (the caller cleans cell by cell) for anything else."""
+    ``min``, ``sum``) for columns of strings, ints, floats, bools and nulls (one class or several, as a workbook's
+    number column of ints and exact-digit strings); False (the caller cleans cell by cell) for anything else."""
     classes = set(map(type, column))
-    nulls = _NONE_TYPE in classes
-    classes.discard(_NONE_TYPE)
-    if not classes or classes == {bool}:
+    plain = classes - _FREE_CELL_CLASSES
+    if not plain:
         return True
-    if len(classes) > 1:
+    if len(plain) == 1:
+        cls = next(iter(plain))
+        if len(classes) == 1:
+            return _values_clean(cls, column, column)
+        if classes == {cls, _NONE_TYPE}:
+            return _values_clean(cls, filter(_not_none, column), None)
+    if not plain <= _PLAIN_CELL_CLASSES:
         return False
-    cls = classes.pop()
-    values: Iterable[Any] = filter(_not_none, column) if nulls else column
+    return all(_values_clean(cls, [v for v in column if v.__class__ is cls], None) for cls in plain)
+
+
+_FREE_CELL_CLASSES: Final = frozenset({_NONE_TYPE, bool})  # need no cleaning
+_PLAIN_CELL_CLASSES: Final = frozenset({str, int, float})
+
+
+def _values_clean(cls: type, values: Iterable[Any], whole: tuple[Any, ...] | None) -> bool:
+    """Whether values all of class ``cls`` need no cleaning (``whole``: the same values as a tuple, when they are)."""
     if cls is str:
         return all(map(str.isascii, values))
     if cls is int:
-        ints = list(values) if nulls else column
+        ints = whole if whole is not None else list(values)
         return bool(min(ints) >= INT64_MIN and max(ints) <= INT64_MAX)
     if cls is float:
         return math.isfinite(sum(values))  # a NaN or an infinity makes the sum one (as does overflow: then False)

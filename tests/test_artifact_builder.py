@@ -880,3 +880,20 @@ def test_row_blocks_are_plain_dicts_in_add_blocks_key_order() -> None:
     assert "keys" in blocks[1]
     assert "extra" not in blocks[1]["locator"]
     assert list(blocks[0]) == ["id", "type", "text", "section_path", "locator", "attrs"]
+
+
+def test_a_table_of_mixed_plain_columns_keeps_its_rows_and_still_cleans_what_needs_it() -> None:
+    """A column of several plain classes (a workbook's ints and exact-digit strings) is checked at C speed and its
+    rows kept as they are; a lone surrogate, an int past 64 bits or a NaN in such a column is still caught."""
+    b = ArtifactBuilder("xlsx", parser="t", parser_version="1", unit="rows")
+    rows: list[list[Any]] = [[1, "a", True], ["0.5", None, 2.5], [None, 3, False]]
+    originals = list(rows)
+    b.add_table("t", [("n", "number"), ("m", "mixed"), ("x", "mixed")], rows, id="t0")
+    assert all(kept is row for kept, row in zip(b.tables[0]["rows"], originals, strict=True))
+    b.add_table("u", [("m", "mixed")], [[1], ["\ud800"]], id="t1")
+    assert b.tables[1]["rows"] == [[1], ["\ufffd"]]
+    for bad in (2**63, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="table value"):
+            ArtifactBuilder("xlsx", parser="t", parser_version="1", unit="rows").add_table(
+                "t", [("m", "mixed")], [["x"], [bad]]
+            )

@@ -13,6 +13,7 @@ from extract_fn.formats.table_values import (
     TableStream,
     add_table,
     column_type,
+    exact_number,
     format_datetime,
     format_duration_ns,
     format_duration_us,
@@ -101,6 +102,35 @@ def test_number_from_float() -> None:
     assert number_from_float(0.1, exact_text=False) == 0.1
     assert number_from_float(float("nan"), exact_text=True) is None
     assert number_from_float(float("inf"), exact_text=False) is None
+
+
+@pytest.mark.parametrize(
+    "f",
+    [15.0, -0.0, 0.1, 1e-05, 1e20, 2.0**63, -(2.0**63), 2.0**63 - 1024, 1e-100, 1.5e300, 123.456, -7.25, float("nan"),
+     float("inf"), float("-inf"), 5e-324],
+)  # fmt: skip
+def test_exact_number_is_number_from_float_with_exact_text(f: float) -> None:
+    expected = number_from_float(f, exact_text=True)
+    got = exact_number(f)
+    assert type(got) is type(expected)
+    assert got == expected or (got != got and expected != expected)
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [[1, "a {0} }", 0.5, True, 1e16], [-2, "", 1e-07, False, 3.0]],  # the C path: format mapped over columns
+        [[1, None, 0.5, True, 2.5], [None, "b", None, None, None]],  # nulls: row by row
+        [[1, {"error": "#N/A"}, 0.5, True, 7], [2, "x", 0.25, False, 8]],  # an error cell: row by row
+    ],
+)
+def test_row_block_texts_are_row_text(rows: list[list[Any]]) -> None:
+    names = ["n", "{s}", "f}", "b{", "x"]
+    b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+    budget = OutputBudget(10**6, reserve_for(BudgetKind.TABLE, 10**6, LIMITS))
+    columns = [(n, "mixed") for n in names]
+    add_table(b, budget, name="t", columns=columns, rows=rows, first_row=1, header_rows=0, table_locator={})
+    assert [blk["text"] for blk in b.blocks] == [row_text(names, r) for r in rows]
 
 
 def test_row_text() -> None:
