@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -73,7 +73,7 @@ MAX_EXPONENT_DIGITS: Final = 40  # "1e40" written out is 41 digits; past that a 
 
 
 def _ints_fit(values: Sequence[str]) -> bool:
-    return all(len(v) < 19 or INT64_MIN <= int(v) <= INT64_MAX for v in values)
+    return max(map(len, values)) < 19 or all(len(v) < 19 or INT64_MIN <= int(v) <= INT64_MAX for v in values)
 
 
 def plain_decimal(text: str) -> str | None:
@@ -109,7 +109,7 @@ def _number_text(v: str) -> int | str:
     return v
 
 
-def _valid_dates(values: Sequence[str]) -> bool:
+def _valid_dates(values: Iterable[str]) -> bool:
     try:
         for v in values:
             _dt.date.fromisoformat(v[:10])
@@ -120,7 +120,7 @@ def _valid_dates(values: Sequence[str]) -> bool:
     return True
 
 
-def _valid_times(values: Sequence[str]) -> bool:
+def _valid_times(values: Iterable[str]) -> bool:
     try:
         for v in values:
             _dt.time.fromisoformat(v[:15])
@@ -157,7 +157,8 @@ def infer_text_column(values: Sequence[str | None]) -> tuple[str, list[Any]]:
     ``bool``; ISO dates ``date``; ISO date-times (with dates) ``datetime``; ``HH:MM[:SS[.f]]`` ``time``; anything
     else, or a column whose values are of several of these, ``string`` with the values as they are.
     """
-    present = [v for v in values if v]
+    full = all(values)  # no empty cell: the values themselves, mapped in C
+    present = cast("list[str]", values) if full else [v for v in values if v]
     if not present:
         return "string", [None] * len(values)
     joined = "\n".join(present)
@@ -165,21 +166,24 @@ def infer_text_column(values: Sequence[str | None]) -> tuple[str, list[Any]]:
         return "string", [v or None for v in values]
     if _ALL_INT.fullmatch(joined) is not None:
         if _ints_fit(present):
-            return "number", [int(v) if v else None for v in values]
+            return "number", list(map(int, present)) if full else [int(v) if v else None for v in values]
         return "number", [_number_text(v) if v else None for v in values]
-    if _ALL_DEC.fullmatch(joined) is not None:
-        return "number", [_number_text(v) if v else None for v in values]
+    if _ALL_DEC.fullmatch(joined) is not None:  # no exponent: a value with a point is its own digits
+        return "number", [(v if "." in v else _number_text(v)) if v else None for v in values]
     if _ALL_EXP.fullmatch(joined) is not None:
         return "number", [_number_text(v) if v else None for v in values]
+    # The checks below hold for a value or not: each distinct value is checked once.
     if _ALL_BOOL.fullmatch(joined) is not None:
-        return "bool", [(v.lower() == "true") if v else None for v in values]
-    if _ALL_DATE.fullmatch(joined) is not None and _valid_dates(present):
-        return "date", _shared([v or None for v in values])
-    if _ALL_DATETIME.fullmatch(joined) is not None and _valid_dates(present):
+        truth = {v: v.lower() == "true" for v in set(present)}
+        return "bool", [truth[v] if v else None for v in values]
+    nulled = list(values) if full else [v or None for v in values]
+    if _ALL_DATE.fullmatch(joined) is not None and _valid_dates(set(present)):
+        return "date", _shared(nulled)
+    if _ALL_DATETIME.fullmatch(joined) is not None and _valid_dates(set(present)):
         return "datetime", _shared([_normalize_datetime(v) if v else None for v in values])
-    if _ALL_TIME.fullmatch(joined) is not None and _valid_times(present):
+    if _ALL_TIME.fullmatch(joined) is not None and _valid_times(set(present)):
         return "time", _shared([_normalize_time(v) if v else None for v in values])
-    return "string", _shared([v or None for v in values])
+    return "string", _shared(nulled)
 
 
 def _shared(values: list[Any]) -> list[Any]:
