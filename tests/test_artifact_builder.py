@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
 import pytest
 
 from shared.artifact import Artifact, validate_artifact
@@ -849,3 +850,50 @@ def test_add_blocks_refuses_and_appends_nothing(rows: list[Any], error: type[Exc
     assert [x["id"] for x in b.blocks] == ["b0"]
     b.add_block("paragraph", "after")  # the ids of the refused call are still free
     assert [x["id"] for x in b.blocks] == ["b0", "b1"]
+
+
+def test_row_blocks_are_plain_dicts_in_add_blocks_key_order() -> None:
+    """Row blocks and their locators are key-sharing dicts (memory): still plain dicts, the literal's JSON, and a
+    block changed afterwards changes alone."""
+    b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+    b.add_row_blocks("t0", ["a: 1", "a: 2"], rows=[2, 3], first_index=0, lines=[(2, 2), (3, 4)])
+    b.add_row_blocks("t0", ["a: 3"], rows=[4], first_index=2, sheet="S", page=1)
+    b.add_table("t", [("a", "number")], [[1], [2], [3]], id="t0")
+    blocks = b.build()["blocks"]
+    assert all(type(x) is dict and type(x["locator"]) is dict for x in blocks)
+    assert orjson.dumps(blocks[1]) == orjson.dumps(
+        {
+            "id": "rt0.1",
+            "type": "paragraph",
+            "text": "a: 2",
+            "section_path": [],
+            "locator": {"line_start": 3, "line_end": 4, "row_start": 3, "row_end": 3},
+            "keys": [],
+            "attrs": {"table_id": "t0"},
+        }
+    )
+    assert list(blocks[2]["locator"]) == ["page_start", "page_end", "sheet", "row_start", "row_end"]
+    blocks[0]["locator"]["extra"] = 1
+    blocks[0]["text"] = "changed"
+    del blocks[0]["keys"]
+    assert blocks[1]["text"] == "a: 2"
+    assert "keys" in blocks[1]
+    assert "extra" not in blocks[1]["locator"]
+    assert list(blocks[0]) == ["id", "type", "text", "section_path", "locator", "attrs"]
+
+
+def test_a_table_of_mixed_plain_columns_keeps_its_rows_and_still_cleans_what_needs_it() -> None:
+    """A column of several plain classes (a workbook's ints and exact-digit strings) is checked at C speed and its
+    rows kept as they are; a lone surrogate, an int past 64 bits or a NaN in such a column is still caught."""
+    b = ArtifactBuilder("xlsx", parser="t", parser_version="1", unit="rows")
+    rows: list[list[Any]] = [[1, "a", True], ["0.5", None, 2.5], [None, 3, False]]
+    originals = list(rows)
+    b.add_table("t", [("n", "number"), ("m", "mixed"), ("x", "mixed")], rows, id="t0")
+    assert all(kept is row for kept, row in zip(b.tables[0]["rows"], originals, strict=True))
+    b.add_table("u", [("m", "mixed")], [[1], ["\ud800"]], id="t1")
+    assert b.tables[1]["rows"] == [[1], ["\ufffd"]]
+    for bad in (2**63, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="table value"):
+            ArtifactBuilder("xlsx", parser="t", parser_version="1", unit="rows").add_table(
+                "t", [("m", "mixed")], [["x"], [bad]]
+            )

@@ -10,8 +10,10 @@ import pytest
 
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, reserve_for
 from extract_fn.formats.table_values import (
+    TableStream,
     add_table,
     column_type,
+    exact_number,
     format_datetime,
     format_duration_ns,
     format_duration_us,
@@ -102,6 +104,35 @@ def test_number_from_float() -> None:
     assert number_from_float(float("inf"), exact_text=False) is None
 
 
+@pytest.mark.parametrize(
+    "f",
+    [15.0, -0.0, 0.1, 1e-05, 1e20, 2.0**63, -(2.0**63), 2.0**63 - 1024, 1e-100, 1.5e300, 123.456, -7.25, float("nan"),
+     float("inf"), float("-inf"), 5e-324],
+)  # fmt: skip
+def test_exact_number_is_number_from_float_with_exact_text(f: float) -> None:
+    expected = number_from_float(f, exact_text=True)
+    got = exact_number(f)
+    assert type(got) is type(expected)
+    assert got == expected or (got != got and expected != expected)
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [[1, "a {0} }", 0.5, True, 1e16], [-2, "", 1e-07, False, 3.0]],  # the C path: format mapped over columns
+        [[1, None, 0.5, True, 2.5], [None, "b", None, None, None]],  # nulls: row by row
+        [[1, {"error": "#N/A"}, 0.5, True, 7], [2, "x", 0.25, False, 8]],  # an error cell: row by row
+    ],
+)
+def test_row_block_texts_are_row_text(rows: list[list[Any]]) -> None:
+    names = ["n", "{s}", "f}", "b{", "x"]
+    b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+    budget = OutputBudget(10**6, reserve_for(BudgetKind.TABLE, 10**6, LIMITS))
+    columns = [(n, "mixed") for n in names]
+    add_table(b, budget, name="t", columns=columns, rows=rows, first_row=1, header_rows=0, table_locator={})
+    assert [blk["text"] for blk in b.blocks] == [row_text(names, r) for r in rows]
+
+
 def test_row_text() -> None:
     names = ["a", "b", "c", "d", "e"]
     row = [1, None, True, {"error": "#N/A"}, 0.5]
@@ -144,6 +175,55 @@ def test_budget_fits_everything_when_large() -> None:
     assert art["blocks"][0]["text"] == "n: 0 | s: value 0"
     assert art["blocks"][0]["attrs"] == {"table_id": "t0"}
     assert orjson.loads(serialize(art))["coverage"]["complete"] is True
+
+
+def _streamed(max_bytes: int, n_rows: int, batch: int) -> tuple[dict[str, Any], int]:
+    """``_artifact``'s table through ``TableStream``, ``batch`` rows a push."""
+    b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+    budget = OutputBudget(max_bytes, reserve_for(BudgetKind.TABLE, max_bytes, LIMITS))
+    locator = {"row_start": 1, "row_end": n_rows + 1}
+    names = ["n", "s"]
+    stream = TableStream(
+        b,
+        budget,
+        name="t",
+        columns=[("n", "number"), ("s", "string")],
+        first_row=2,
+        header_rows=1,
+        table_locator=locator,
+    )
+    for lo in range(0, n_rows, batch):
+        rows = [[i, f"value {i}"] for i in range(lo, min(lo + batch, n_rows))]
+        if not stream.push(rows, [row_text(names, r) for r in rows]):
+            break
+    _, kept = stream.finish(table_locator=locator)
+    b.coverage(total=n_rows, extracted=kept)
+    return b.build(), kept
+
+
+@pytest.mark.parametrize("batch", [1, 100, 511, 512, 700, 5_000])
+@pytest.mark.parametrize(("max_bytes", "n_rows"), [(60_000, 5_000), (10**7, 1_300)])
+def test_a_streamed_table_is_add_table_byte_for_byte(batch: int, max_bytes: int, n_rows: int) -> None:
+    """Batches of any size (not multiples of the budget's chunk of 512 rows) cut and build what add_table does."""
+    whole, kept = _artifact(max_bytes, n_rows)
+    streamed, streamed_kept = _streamed(max_bytes, n_rows, batch)
+    assert streamed_kept == kept
+    assert serialize(streamed) == serialize(whole)
+
+
+def test_a_streamed_table_says_when_the_budget_is_spent() -> None:
+    b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+    budget = OutputBudget(60_000, reserve_for(BudgetKind.TABLE, 60_000, LIMITS))
+    stream = TableStream(b, budget, name="t", columns=[("s", "string")], first_row=1, header_rows=0, table_locator={})
+    rows = [["x" * 50] for _ in range(600)]
+    pushes = 0
+    while stream.push(rows, ["s: " + "x" * 50] * 600):
+        pushes += 1
+        assert pushes < 100
+    assert stream.push(rows, ["s: " + "x" * 50] * 600) is False  # and stays spent
+    _, kept = stream.finish(table_locator={})
+    assert 0 < kept < 600 * (pushes + 1)
+    assert len(b.blocks) == kept
 
 
 def test_budget_too_small_for_the_columns_is_resource_limit() -> None:

@@ -18,9 +18,11 @@ Decisions (documented for the artifact's readers):
   digits); dictionary-encoded columns as their values; the null type -> ``string`` column of nulls. A value outside
   ISO's years 1-9999 is null with a warning.
 * **Row block text** is ``name: value | name: value`` over the row's non-null values.
-* **Streaming and bounds**: the file is read batch by batch (``iter_batches``), never whole, and reading stops once
-  the output budget (``request.max_output_bytes``) is spent: coverage and a warning say how many rows were
-  extracted. Before anything is decoded, the footer's sizes are checked: a column chunk that inflates more than
+* **Streaming and bounds**: the file is read batch by batch (``iter_batches``), never whole, in one pass: each
+  record batch becomes its table rows and row blocks, measured against the output budget
+  (``request.max_output_bytes``, ``table_values.TableStream``), before the next is read, and reading stops once the
+  budget is spent: coverage and a warning say how many rows were extracted (the per-column warnings count the rows
+  read). Before anything is decoded, the footer's sizes are checked: a column chunk that inflates more than
   1000:1 to over 64 MiB, or whose average value alone is larger than the output budget, is a decompression bomb and
   ends in ``resource_limit`` (the corpus's 4 KB file whose one string chunk decodes to 2 GB is refused in
   milliseconds). Below 64 MiB a high ratio is allowed: a plain-encoded repetitive column legitimately compresses
@@ -49,7 +51,7 @@ from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.table_values import (
-    add_table,
+    TableStream,
     format_duration_ns,
     report_cut,
     value_text,
@@ -640,6 +642,10 @@ def _batch_texts(batch: Any, columns: list[list[Any]], prefixes: list[str]) -> l
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _table_locator(total: int) -> dict[str, Any]:
+    return make_locator(row_start=1, row_end=total) if total else {}
+
+
 def _body(ctx: FormatContext) -> dict[str, Any]:
     return _extract(ctx.data, ctx.request)
 
@@ -675,12 +681,21 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         {"row_groups": md.num_row_groups, "created_by": clean_str(md.created_by or ""), "num_rows": md.num_rows}
     )
 
-    rows: list[list[Any]] = []
-    texts: list[str | None] = []
+    # One pass, a record batch at a time: each batch's values become its table rows and row blocks (measured
+    # against the budget) before the next batch is read, and reading stops once the budget is spent.
+    stream = TableStream(
+        builder,
+        budget,
+        name=request.name or "table",
+        columns=list(zip(names, types, strict=True)),
+        first_row=1,
+        header_rows=0,
+        table_locator=_table_locator(md.num_rows),
+    )
     prefixes = [f"{n}: " for n in names]
     batch_rows = max(MIN_BATCH_ROWS, min(MAX_BATCH_ROWS, BATCH_BYTES // max(row_bytes, 1)))
     seen = 0
-    budget_bytes = 2 * request.max_output_bytes  # stop decoding once the kept rows surely overflow the budget
+    budget_bytes = 2 * request.max_output_bytes  # stop decoding once the rows read surely overflow the budget
     approx = 0
     stopped = False
     try:
@@ -689,13 +704,12 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             seen += n
             columns = [conv(batch.column(i), names[i], notes) for i, (_, conv) in enumerate(convs)]
             if columns:
-                rows.extend(map(list, zip(*columns, strict=True)))
-                texts.extend(_batch_texts(batch, columns, prefixes))
+                more = stream.push(list(map(list, zip(*columns, strict=True))), _batch_texts(batch, columns, prefixes))
             else:
-                rows.extend([] for _ in range(n))
-                texts.extend([""] * n)
+                more = stream.push([[] for _ in range(n)], [""] * n)
+            del columns
             approx += batch.nbytes + n * (120 + 8 * len(names))
-            if approx > budget_bytes:
+            if not more or approx > budget_bytes:
                 stopped = True
                 break
     except MemoryError:
@@ -717,18 +731,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     if notes.binary_columns:
         attrs["binary_columns"] = sorted(notes.binary_columns)
     name = request.name or "table"
-    _, kept = add_table(
-        builder,
-        budget,
-        name=name,
-        columns=list(zip(names, types, strict=True)),
-        rows=rows,
-        first_row=1,
-        header_rows=0,
-        texts=texts,
-        table_locator=make_locator(row_start=1, row_end=total) if total else {},
-        attrs=attrs,
-    )
+    _, kept = stream.finish(table_locator=_table_locator(total), attrs=attrs)
     for (column, what), n in sorted(notes.counts.items()):
         builder.warn(f"column {column!r}: {n} {what}")
     report_cut(builder, f"table {name!r}", kept, total, request.max_output_bytes, first_row=1)

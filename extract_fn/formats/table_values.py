@@ -26,10 +26,10 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -73,7 +73,7 @@ MAX_EXPONENT_DIGITS: Final = 40  # "1e40" written out is 41 digits; past that a 
 
 
 def _ints_fit(values: Sequence[str]) -> bool:
-    return all(len(v) < 19 or INT64_MIN <= int(v) <= INT64_MAX for v in values)
+    return max(map(len, values)) < 19 or all(len(v) < 19 or INT64_MIN <= int(v) <= INT64_MAX for v in values)
 
 
 def plain_decimal(text: str) -> str | None:
@@ -109,7 +109,7 @@ def _number_text(v: str) -> int | str:
     return v
 
 
-def _valid_dates(values: Sequence[str]) -> bool:
+def _valid_dates(values: Iterable[str]) -> bool:
     try:
         for v in values:
             _dt.date.fromisoformat(v[:10])
@@ -120,7 +120,7 @@ def _valid_dates(values: Sequence[str]) -> bool:
     return True
 
 
-def _valid_times(values: Sequence[str]) -> bool:
+def _valid_times(values: Iterable[str]) -> bool:
     try:
         for v in values:
             _dt.time.fromisoformat(v[:15])
@@ -157,7 +157,8 @@ def infer_text_column(values: Sequence[str | None]) -> tuple[str, list[Any]]:
     ``bool``; ISO dates ``date``; ISO date-times (with dates) ``datetime``; ``HH:MM[:SS[.f]]`` ``time``; anything
     else, or a column whose values are of several of these, ``string`` with the values as they are.
     """
-    present = [v for v in values if v]
+    full = all(values)  # no empty cell: the values themselves, mapped in C
+    present = cast("list[str]", values) if full else [v for v in values if v]
     if not present:
         return "string", [None] * len(values)
     joined = "\n".join(present)
@@ -165,21 +166,24 @@ def infer_text_column(values: Sequence[str | None]) -> tuple[str, list[Any]]:
         return "string", [v or None for v in values]
     if _ALL_INT.fullmatch(joined) is not None:
         if _ints_fit(present):
-            return "number", [int(v) if v else None for v in values]
+            return "number", list(map(int, present)) if full else [int(v) if v else None for v in values]
         return "number", [_number_text(v) if v else None for v in values]
-    if _ALL_DEC.fullmatch(joined) is not None:
-        return "number", [_number_text(v) if v else None for v in values]
+    if _ALL_DEC.fullmatch(joined) is not None:  # no exponent: a value with a point is its own digits
+        return "number", [(v if "." in v else _number_text(v)) if v else None for v in values]
     if _ALL_EXP.fullmatch(joined) is not None:
         return "number", [_number_text(v) if v else None for v in values]
+    # The checks below hold for a value or not: each distinct value is checked once.
     if _ALL_BOOL.fullmatch(joined) is not None:
-        return "bool", [(v.lower() == "true") if v else None for v in values]
-    if _ALL_DATE.fullmatch(joined) is not None and _valid_dates(present):
-        return "date", _shared([v or None for v in values])
-    if _ALL_DATETIME.fullmatch(joined) is not None and _valid_dates(present):
+        truth = {v: v.lower() == "true" for v in set(present)}
+        return "bool", [truth[v] if v else None for v in values]
+    nulled = list(values) if full else [v or None for v in values]
+    if _ALL_DATE.fullmatch(joined) is not None and _valid_dates(set(present)):
+        return "date", _shared(nulled)
+    if _ALL_DATETIME.fullmatch(joined) is not None and _valid_dates(set(present)):
         return "datetime", _shared([_normalize_datetime(v) if v else None for v in values])
-    if _ALL_TIME.fullmatch(joined) is not None and _valid_times(present):
+    if _ALL_TIME.fullmatch(joined) is not None and _valid_times(set(present)):
         return "time", _shared([_normalize_time(v) if v else None for v in values])
-    return "string", _shared([v or None for v in values])
+    return "string", _shared(nulled)
 
 
 def _shared(values: list[Any]) -> list[Any]:
@@ -290,6 +294,23 @@ def number_from_float(f: float, *, exact_text: bool) -> int | float | str | None
     return r
 
 
+def exact_number(f: float) -> int | float | str | None:
+    """``number_from_float(f, exact_text=True)`` of a float, without the keyword call (a workbook's number cells:
+    the per-cell cost of its number columns)."""
+    if f.is_integer():  # False for NaN and the infinities
+        return int(f) if -_TWO_63 < f < _TWO_63 else str(int(f))
+    if f - f != 0.0:  # NaN or an infinity
+        return None
+    r = repr(f)
+    if "e" in r:
+        p = plain_decimal(r)
+        return p if p is not None else f
+    return r
+
+
+_TWO_63: Final = float(2**63)
+
+
 def json_number(value: int | float) -> int | float | str | None:
     """An int or float as JSON carries it (int64 stays, a bigger int its digits, NaN/Inf None)."""
     if type(value) is int:
@@ -324,6 +345,29 @@ def _prefixed_text(prefixes: Sequence[str], row: Sequence[Any]) -> str:
     return " | ".join(
         [p + (v if type(v) is str else value_text(v)) for p, v in zip(prefixes, row, strict=False) if v is not None]
     )
+
+
+_FORMAT_CLASSES: Final = frozenset({str, int, float})  # ``str.format`` writes them as ``value_text`` does
+_BOOL_TEXT: Final = {True: "true", False: "false"}
+
+
+def _chunk_texts(prefixes: Sequence[str], template: Callable[..., str], chunk: Sequence[list[Any]]) -> list[str]:
+    """``_prefixed_text`` of each row. A chunk whose columns each hold only strings, ints and floats, or only bools
+    (no nulls, no errors), by ``template`` (``name: {} | name: {}``) mapped over its columns: one ``str.format``
+    call a row, in C, instead of a concatenation per cell and a join."""
+    if chunk and prefixes and set(map(len, chunk)) == {len(prefixes)}:
+        columns: list[Iterable[Any]] = []
+        for column in zip(*chunk, strict=True):
+            classes = set(map(type, column))
+            if classes <= _FORMAT_CLASSES:
+                columns.append(column)
+            elif classes == {bool}:
+                columns.append(map(_BOOL_TEXT.__getitem__, column))
+            else:
+                break
+        else:
+            return list(map(template, *columns))
+    return [_prefixed_text(prefixes, row) for row in chunk]
 
 
 @dataclass
@@ -379,15 +423,18 @@ def fit_rows(
     *,
     lines: Sequence[tuple[int, int]] | None = None,
     texts: Sequence[str | None] | None = None,
+    index: int = 0,
 ) -> int:
     """Add row blocks for ``rows`` (in order) while they and the rows fit ``budget``; return how many fit.
 
     ``rows[i]`` is the source's row ``first_row + i``; its block (id ``r<table>.<i>``) is made by
     :meth:`ArtifactBuilder.add_row_blocks`, a chunk of rows at a time. The caller adds the table with
     ``rows[:n]``. ``texts[i]`` is row ``i``'s block text when the format has a better one than :func:`row_text` of
-    the typed values (a CSV row's source text); an empty text, as a row of nulls, makes no block.
+    the typed values (a CSV row's source text); an empty text, as a row of nulls, makes no block. ``index`` is
+    ``rows[0]``'s place among the table's rows when ``rows`` is a later part of them (:class:`TableStream`).
     """
     prefixes = [f"{n}: " for n in spec.names]
+    template = " | ".join(p.replace("{", "{{").replace("}", "}}") + "{}" for p in prefixes).format
     kept = 0
     n = len(rows)
     start = 0
@@ -396,9 +443,9 @@ def fit_rows(
         chunk = rows[start:end]
         take = builder.add_row_blocks(
             spec.table_id,
-            texts[start:end] if texts is not None else [_prefixed_text(prefixes, row) for row in chunk],
+            texts[start:end] if texts is not None else _chunk_texts(prefixes, template, chunk),
             rows=range(first_row + start, first_row + end),
-            first_index=start,
+            first_index=index + start,
             lines=lines[start:end] if lines is not None else None,
             sheet=spec.sheet,
             section_path=spec.section_path,
@@ -450,6 +497,102 @@ def add_table(
         id=table_id,
     )
     return table_id, kept
+
+
+class TableStream:
+    """One table whose rows arrive a batch at a time (parquet's record batches): each batch's row blocks are made and
+    measured against the budget as it comes, so nothing waits for the whole source, and ``push`` says when the
+    budget is spent (read no more). ``finish`` adds the table of the rows kept.
+
+    What it adds is what :func:`add_table` adds for all the rows at once, byte for byte: the rows are measured in
+    the same chunks of ``CHUNK_ROWS`` counted from the table's first row, whatever the batches' sizes, and the
+    table's own cost (columns, name, locator, attrs) is required before any row, as there. The one difference: it
+    is required with the ``attrs`` and ``table_locator`` given here, and ``finish``'s (known only once the rows are
+    read, as parquet's ``binary_columns``) are charged then, so rows near the budget's end may be measured against
+    a few bytes more than ``add_table`` would have left them.
+    """
+
+    def __init__(
+        self,
+        builder: ArtifactBuilder,
+        budget: OutputBudget,
+        *,
+        name: str,
+        columns: list[tuple[str, str]],
+        first_row: int,
+        header_rows: int,
+        table_locator: dict[str, Any],
+        attrs: dict[str, Any] | None = None,
+        section_path: list[str] | None = None,
+        sheet: str | None = None,
+    ) -> None:
+        self.builder = builder
+        self.budget = budget
+        self.name = name
+        self.all_columns = columns
+        self.columns = columns[:MAX_COLUMNS]
+        self.wide = len(columns) > MAX_COLUMNS
+        self.first_row = first_row
+        self.header_rows = header_rows
+        self.table_id = f"t{len(builder.tables)}"
+        self.header_cost = self._header_cost(table_locator, attrs)
+        budget.require(self.header_cost, f"table {name!r}")
+        self.spec = RowBlockSpec(self.table_id, [c[0] for c in self.columns], section_path or [], sheet)
+        self.kept: list[list[Any]] = []  # rows measured and kept
+        self.pending: list[list[Any]] = []  # rows not yet measured (less than a chunk)
+        self.pending_texts: list[str | None] = []
+        self.done = False  # the budget is spent: later rows are not kept
+
+    def _header_cost(self, table_locator: dict[str, Any], attrs: dict[str, Any] | None) -> int:
+        return len(orjson.dumps([self.columns, attrs or {}, table_locator, self.name])) + 128
+
+    def push(self, rows: list[list[Any]], texts: Sequence[str | None]) -> bool:
+        """Take the next rows (``texts[i]`` row ``i``'s block text, as :func:`fit_rows`); False once the budget is
+        spent (these rows and any later ones are not all kept)."""
+        if self.done:
+            return False
+        if self.wide:
+            rows = [r[:MAX_COLUMNS] for r in rows]
+        self.pending.extend(rows)
+        self.pending_texts.extend(texts)
+        if len(self.pending) >= CHUNK_ROWS:
+            whole = len(self.pending) - len(self.pending) % CHUNK_ROWS
+            self._fit(whole)
+        return not self.done
+
+    def _fit(self, n: int) -> None:
+        """Measure the first ``n`` pending rows (a multiple of ``CHUNK_ROWS`` unless it is the last of them)."""
+        rows, texts = self.pending[:n], self.pending_texts[:n]
+        del self.pending[:n], self.pending_texts[:n]
+        start = len(self.kept)
+        kept = fit_rows(self.builder, self.budget, self.spec, rows, self.first_row + start, texts=texts, index=start)
+        self.kept.extend(rows if kept == len(rows) else rows[:kept])
+        if kept < len(rows) or self.budget.exhausted:
+            self.done = True
+            self.pending.clear()
+            self.pending_texts.clear()
+
+    def finish(self, *, table_locator: dict[str, Any], attrs: dict[str, Any] | None = None) -> tuple[str, int]:
+        """Add the table of the rows kept (and its warnings); return (table id, rows kept)."""
+        if self.pending and not self.done:
+            self._fit(len(self.pending))
+        if self.wide:
+            n = len(self.all_columns)
+            self.builder.warn(f"table {self.name!r} has {n} columns; only the first {MAX_COLUMNS} are in the table")
+            self.builder.fail(
+                f"table {self.name!r} columns {MAX_COLUMNS + 1}-{n}", f"past the contract's {MAX_COLUMNS} columns"
+            )
+        self.budget.charge(self._header_cost(table_locator, attrs) - self.header_cost)
+        self.builder.add_table(
+            self.name,
+            self.columns,
+            self.kept,
+            header_rows=self.header_rows,
+            locator=table_locator,
+            attrs=attrs,
+            id=self.table_id,
+        )
+        return self.table_id, len(self.kept)
 
 
 def report_cut(builder: ArtifactBuilder, what: str, kept: int, total: int, max_bytes: int, *, first_row: int) -> None:
