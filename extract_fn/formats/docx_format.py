@@ -50,7 +50,7 @@ import re
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
@@ -74,6 +74,9 @@ from extract_fn.formats.zipsafe import has_member, with_package
 from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
+
+if TYPE_CHECKING:
+    from extract_fn.ocr.pictures import PictureReader
 
 KIND = "docx"
 PARSER = "loom-docx"
@@ -499,9 +502,8 @@ class _Doc:
         limits: Limits,
         budget: OutputBudget,
     ) -> None:
-        from extract_fn.ocr.pictures import PictureReader
-
         self.zf = zf
+        self.limits = limits
         self.builder = builder
         self.styles = styles
         self.numbering = numbering
@@ -509,7 +511,7 @@ class _Doc:
         self.charts = ChartCache()
         self.paragraphs = 0
         self.pictures = 0  # pictures placed whose pixels were not read (OCR off, refused, not a raster)
-        self.ocr = PictureReader(zf, limits)  # OCR of the pictures (extract_fn.ocr.pictures)
+        self.ocr: PictureReader | None = None  # OCR of the pictures, made at the first one (imports Pillow)
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
         self.in_cells: list[tuple[Drawing, int, int]] = []  # drawings of the table being read, with their cell
         self.cell = (0, 0)  # the top-level cell being read (row, column of the table's grid)
@@ -708,6 +710,10 @@ class _Doc:
         if d.kind == "picture":
             image = {"alt": d.alt, **({"name": d.name} if d.name else {})}
             self.add("paragraph", "", {**(base or {}), "image": image})
+            if self.ocr is None:
+                from extract_fn.ocr.pictures import PictureReader
+
+                self.ocr = PictureReader(self.zf, self.limits)
             ocr_blocks, read = self.ocr.picture(self.rels.get(d.rid or ""))
             for ocr_block in ocr_blocks:
                 self.add("paragraph", ocr_block.text, {**(base or {}), **ocr_block.attrs})
@@ -893,6 +899,7 @@ def _finish(doc: _Doc, root: Any, cut: bool) -> dict[str, Any]:
         builder.warn("the artifact reached its output size limit; the rest of the document was not extracted")
         builder.fail(f"paragraphs {extracted + 1}-{total}", CUT_REASON)
     report_pictures(builder, doc.pictures)
-    doc.ocr.finish(builder)
+    if doc.ocr is not None:
+        doc.ocr.finish(builder)
     builder.coverage(total=total, extracted=extracted)
     return builder.build()
