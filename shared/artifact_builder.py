@@ -91,6 +91,8 @@ def clean_value(value: Any, *, depth: int = 1, limit: int = MAX_NESTING) -> Any:
             out[clean_str(k)] = clean_value(v, depth=depth + 1, limit=limit)
         return out
     if isinstance(value, (list, tuple)):
+        if set(map(type, value)) <= _TEXT_OR_NULL and all(map(str.isascii, filter(_not_none, value))):
+            return list(value)  # a table row of ASCII text and nulls: what the walk below returns, at C speed
         return [clean_value(v, depth=depth + 1, limit=limit) for v in value]
     raise TypeError(f"{cls.__name__} is not a JSON value")
 
@@ -116,6 +118,7 @@ def _clean_cell(value: Any) -> Any:
 
 _NONE_TYPE: Final = type(None)
 _not_none: Final = functools.partial(operator.is_not, None)
+_TEXT_OR_NULL: Final = frozenset({str, _NONE_TYPE})
 
 
 def _column_clean(column: tuple[Any, ...]) -> bool:
@@ -210,7 +213,10 @@ def cut_section_path(path: Sequence[str]) -> tuple[list[str], bool]:
     """A section path within the contract's bounds (cleaned, first entries, each cut), and whether it was cut."""
     if not path:
         return [], False
-    out = [clean_str(p) for p in path[:MAX_SECTION_ENTRIES]]
+    head = path[:MAX_SECTION_ENTRIES]
+    if all(map(str.isascii, head)) and max(map(len, head)) <= MAX_SECTION_CHARS:  # nothing to clean or cut
+        return (head if head.__class__ is list else list(head)), len(path) > MAX_SECTION_ENTRIES
+    out = [clean_str(p) for p in head]
     truncated = len(path) > MAX_SECTION_ENTRIES
     for i, p in enumerate(out):
         if len(p) > MAX_SECTION_CHARS:

@@ -67,12 +67,12 @@ from extract_fn.formats.ooxml_drawing import (
     report_pictures,
 )
 from extract_fn.formats.ooxml_math import linear_text
-from extract_fn.formats.ooxml_text import MC_NS, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, child, local, main_part, parse_part, read_rels
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from extract_fn.limits import Limits
-from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
 
 if TYPE_CHECKING:
@@ -153,11 +153,7 @@ def _attr(el: Any, name: str) -> str | None:
     return el.get(name)
 
 
-def _child(el: Any, name: str) -> Any:
-    for child in el:
-        if local(child.tag) == name:
-            return child
-    return None
+_child = child
 
 
 class _Styles:
@@ -285,7 +281,7 @@ def _blocks_in(container: Any) -> Iterator[Any]:
                 continue
             inner = el
             if tag in T_MC_ALT:
-                inner = next((c for c in el if c.tag in T_MC_CHOICE), None)
+                inner = next(el.iterchildren(*T_MC_CHOICE), None)
             elif tag not in T_WRAP:
                 continue
             if inner is not None:
@@ -340,6 +336,9 @@ def _extent(el: Any) -> tuple[int, int] | None:
     return None
 
 
+_DRAWING_NAMES = frozenset({"graphicData", "pic", "imagedata", "object"})  # the names ``_drawing`` may consume
+
+
 def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
     """Record a drawing element; True when it is consumed (not to be walked into)."""
     if name == "graphicData":
@@ -375,48 +374,82 @@ def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
     return False
 
 
+# What ``_inline`` does with an element, by its tag (decided once per tag: a document uses a few dozen)
+_TEXT, _SKIP, _NOTE_REF, _SIMPLE, _BREAK, _SYM, _MATH, _BOX, _DOCPR, _DRAW, _ALT, _OTHER = range(12)
+_KIND_BY_NAME: dict[str, int] = {
+    **dict.fromkeys(SKIP_LOCAL, _SKIP),
+    "footnoteReference": _NOTE_REF,
+    "endnoteReference": _NOTE_REF,
+    **dict.fromkeys(_SIMPLE_INLINE, _SIMPLE),
+    "br": _BREAK,
+    "cr": _BREAK,
+    "sym": _SYM,
+    "oMath": _MATH,
+    "oMathPara": _MATH,
+    "txbxContent": _BOX,
+    "docPr": _DOCPR,
+    **dict.fromkeys(_DRAWING_NAMES, _DRAW),
+    "AlternateContent": _ALT,
+}
+_TAG_KINDS: dict[str, int] = dict.fromkeys(T_T, _TEXT)
+_MAX_TAG_KINDS = 4096  # past this many distinct tags (a hostile part), kinds are computed, not remembered
+
+
+def _tag_kind(tag: str) -> int:
+    kind = _KIND_BY_NAME.get(local(tag), _OTHER)
+    if len(_TAG_KINDS) < _MAX_TAG_KINDS:
+        _TAG_KINDS[tag] = kind
+    return kind
+
+
 def _inline(p: Any) -> Inline:
     """A paragraph's text (math as linear text); its text boxes, drawings and note references are collected."""
     out: list[str] = []
     inline = Inline()
     alt = ""
+    kinds = _TAG_KINDS
     stack: list[Iterator[Any]] = [iter(p)]
     while stack:
         for el in stack[-1]:
             tag = el.tag
-            if not isinstance(tag, str):
+            if tag.__class__ is not str:
                 continue
-            if tag in T_T:
+            kind = kinds.get(tag)
+            if kind is None:
+                kind = _tag_kind(tag)
+            if kind == _TEXT:
                 out.append(el.text or "")
+            elif kind == _SKIP:
                 continue
-            name = local(tag)
-            if name in SKIP_LOCAL:
-                if name in ("footnoteReference", "endnoteReference") and not _on(_attr(el, "customMarkFollows")):
-                    inline.notes.append((name[:-9], _attr(el, "id") or ""))
+            elif kind == _OTHER:
+                if len(el):
+                    stack.append(iter(el))
+                    break
+            elif kind == _NOTE_REF:
+                if not _on(_attr(el, "customMarkFollows")):
+                    inline.notes.append((local(tag)[:-9], _attr(el, "id") or ""))
                     out.append(NOTE_SENTINEL)
-                continue
-            if name in _SIMPLE_INLINE:
-                out.append(_SIMPLE_INLINE[name])
-            elif name in ("br", "cr"):
+            elif kind == _SIMPLE:
+                out.append(_SIMPLE_INLINE[local(tag)])
+            elif kind == _BREAK:
                 out.append("" if _attr(el, "type") == "page" else "\n")
-            elif name == "sym":
+            elif kind == _SYM:
                 out.append(_sym(el))
-            elif name in ("oMath", "oMathPara"):
+            elif kind == _MATH:
                 out.append(linear_text(el))
-            elif name == "txbxContent":
+            elif kind == _BOX:
                 inline.boxes.append(el)
-            elif name == "docPr":
+            elif kind == _DOCPR:
                 alt = alt_text(el)
-            elif _drawing(el, name, inline, alt):
-                continue
-            elif name == "AlternateContent":
-                choice = next((c for c in el if local(c.tag) == "Choice"), None)
+            elif kind == _DRAW:
+                if not _drawing(el, local(tag), inline, alt) and len(el):
+                    stack.append(iter(el))
+                    break
+            elif kind == _ALT:
+                choice = _child(el, "Choice")
                 if choice is not None:
                     stack.append(iter(choice))
                     break
-            elif len(el):
-                stack.append(iter(el))
-                break
         else:
             stack.pop()
     inline.text = "".join(out)
@@ -433,7 +466,7 @@ def _clean(text: str) -> str:
 
 def _span(tc: Any) -> tuple[int, bool]:
     """(gridSpan, is a vMerge continuation) of a cell."""
-    pr = next((c for c in tc if c.tag in T_TCPR), None)
+    pr = next(tc.iterchildren(*T_TCPR), None)
     if pr is None:
         return 1, False
     span = 1
@@ -451,7 +484,7 @@ def _span(tc: Any) -> tuple[int, bool]:
 
 
 def _grid_skip(tr: Any, name: str) -> int:
-    pr = next((c for c in tr if c.tag in T_TRPR), None)
+    pr = next(tr.iterchildren(*T_TRPR), None)
     if pr is None:
         return 0
     el = _child(pr, name)
@@ -580,6 +613,8 @@ class _Doc:
 
     def cite(self, inline: Inline) -> str:
         """A paragraph's text with each note reference as the superscript mark Word prints there."""
+        if NOTE_SENTINEL not in inline.text:
+            return inline.text
         pieces = inline.text.split(NOTE_SENTINEL)
         out = [pieces[0]]
         for (kind, nid), rest in zip(inline.notes, pieces[1:], strict=False):
@@ -591,7 +626,7 @@ class _Doc:
 
     def para_props(self, p: Any) -> tuple[int | None, tuple[str, int] | None]:
         """(heading depth or None, (numId, level) or None) of a paragraph, its own properties over its style's."""
-        ppr = next((c for c in p if c.tag in T_PPR), None)
+        ppr = next(p.iterchildren(*T_PPR), None)
         sid = None
         own_outline = None
         own_num = None
@@ -638,7 +673,7 @@ class _Doc:
             section_path=[t for _, _, t in self.stack],
             depth=depth,
             attrs=attrs,
-            locator=make_locator(),
+            locator={},  # make_locator() with no field: docx has no locator
         )
 
     def heading(self, text: str, depth: int, attrs: dict[str, Any] | None) -> None:
