@@ -88,7 +88,14 @@ def clean_value(value: Any, *, depth: int = 1, limit: int = MAX_NESTING) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"object keys must be strings, got {k!r}")
-            out[clean_str(k)] = clean_value(v, depth=depth + 1, limit=limit)
+            vcls = v.__class__
+            if vcls is str:  # the scalar cases above, inline: attrs are mostly short objects of scalars
+                v = clean_str(v)  # noqa: PLW2901
+            elif vcls is int:
+                _check_int("a value", v)
+            elif v is not None and vcls is not bool:
+                v = clean_value(v, depth=depth + 1, limit=limit)  # noqa: PLW2901
+            out[clean_str(k)] = v
         return out
     if isinstance(value, (list, tuple)):
         if set(map(type, value)) <= _TEXT_OR_NULL and all(map(str.isascii, filter(_not_none, value))):
@@ -498,6 +505,8 @@ class ArtifactBuilder:
         return out
 
     def _keys(self, keys: Iterable[str], attrs: dict[str, Any]) -> list[str]:
+        if keys == ():  # add_block's default: nothing to cut
+            return []
         out, truncated = cut_keys(keys)
         if truncated:
             attrs["keys_truncated"] = True
@@ -808,7 +817,8 @@ def _plain_scalar(v: Any, cls: type) -> bool:
 
 def _measured_extra(block: dict[str, Any]) -> int:
     """What ``measure_blocks`` adds to ``text_chars`` for a block beyond its text."""
-    extra = 48 + sum(len(p) + 4 for p in block["section_path"])
+    path = block["section_path"]
+    extra = 48 + sum(map(len, path)) + 4 * len(path)
     if "attrs" in block:
         extra += len(orjson.dumps(block["attrs"]))
     if block["locator"]:

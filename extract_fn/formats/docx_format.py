@@ -471,7 +471,7 @@ def _span(tc: Any) -> tuple[int, bool]:
         return 1, False
     span = 1
     cont = False
-    for c in pr:
+    for c in pr.iterchildren("{*}gridSpan", "{*}vMerge"):  # in order: the last of each counts
         name = local(c.tag)
         if name == "gridSpan":
             try:
@@ -631,14 +631,10 @@ class _Doc:
         own_outline = None
         own_num = None
         if ppr is not None:
-            for c in ppr:
-                name = local(c.tag)
-                if name == "pStyle":
-                    sid = _attr(c, "val")
-                elif name == "outlineLvl":
-                    own_outline = _outline_level(ppr)
-                elif name == "numPr":
-                    own_num = _num_pr(ppr)
+            for c in ppr.iterchildren("{*}pStyle"):  # the last one counts
+                sid = _attr(c, "val")
+            own_outline = _outline_level(ppr)  # None without an outlineLvl
+            own_num = _num_pr(ppr)  # None without a numPr
         depth, num = self.styles.resolve(sid)
         if own_outline is not None and depth is None:
             depth = own_outline

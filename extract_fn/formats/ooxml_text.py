@@ -7,6 +7,7 @@ and the parser itself can load nothing.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import zipfile
 from typing import Any
@@ -43,11 +44,13 @@ def child(el: Any, name: str) -> Any:
     return next(el.iterchildren("{*}" + name), None)
 
 
+@functools.lru_cache(maxsize=1024)
 def rels_name(part: str) -> str:
     folder, base = posixpath.split(part)
     return posixpath.join(folder, "_rels", base + ".rels")
 
 
+@functools.lru_cache(maxsize=4096)  # a deck's slides name the same few layouts and masters
 def resolve(part: str, target: str) -> str:
     """A relationship target as a package member name."""
     if target.startswith("/"):

@@ -123,13 +123,17 @@ def _paragraphs(txbody: Any, styles: InheritedBullets = NO_INHERITED) -> list[st
     out: list[str] = []
     own = _child(txbody, "lstStyle")
     numbers = AutoNumbers([own] if own is not None else [], styles)
+    breaks = next(txbody.iter(*T_A_BR), None) is not None  # most bodies have none: one pass over a:t then
     for p in txbody.iterchildren(*T_A_P):
-        parts: list[str] = []
-        for el in p.iter(*T_A_TEXT):  # a:t and a:br, in document order (filtered by libxml2, not here)
-            if el.tag in T_A_BR:
-                parts.append("\n")
-            elif el.text:
-                parts.append(el.text)
+        if breaks:
+            parts: list[str] = []
+            for el in p.iter(*T_A_TEXT):  # a:t and a:br, in document order (filtered by libxml2, not here)
+                if el.tag in T_A_BR:
+                    parts.append("\n")
+                elif el.text:
+                    parts.append(el.text)
+        else:
+            parts = [el.text or "" for el in p.iter(*T_A_T)]
         text = "".join(parts).replace("\x00", "").replace("\x0b", "\n").strip()
         label = numbers.label(_child(p, "pPr")) if text else ""
         out.append(f"{label} {text}" if label else text)
@@ -312,20 +316,17 @@ class _Deck:
                 "heading", heading_text, depth=1, section_path=[heading_text], locator=loc, attrs=dict(base_attrs)
             )
             path = [heading_text]
-        for _n, _kind, text, attrs in items:
-            b.add_block(
-                "paragraph", text, parent=heading_id, section_path=path, locator=loc, attrs={**base_attrs, **attrs}
-            )
+        texts = [(text, {**base_attrs, **attrs}) for _n, _kind, text, attrs in items]
         notes = self.notes(rels)
         if notes:
-            b.add_block(
-                "paragraph",
-                notes,
-                parent=heading_id,
-                section_path=path,
-                locator=loc,
-                attrs={**base_attrs, "notes": True},
-            )
+            texts.append((notes, {**base_attrs, "notes": True}))
+        first = len(b.blocks)  # the ids add_block would give them
+        b.add_blocks(
+            [
+                (f"b{first + i}", "paragraph", text, heading_id, path, loc, [], attrs or None)
+                for i, (text, attrs) in enumerate(texts)
+            ]
+        )
         for n, reason in failures:
             b.fail(f"slide {number} shape {n}", reason)
 
