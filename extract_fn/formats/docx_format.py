@@ -291,7 +291,7 @@ def _blocks_in(container: Any) -> Iterator[Any]:
             stack.pop()
 
 
-@dataclass
+@dataclass(slots=True)
 class Drawing:
     """Something drawn in a paragraph that is no run text: a chart, a SmartArt diagram, a picture, an object."""
 
@@ -302,7 +302,7 @@ class Drawing:
     size: tuple[int, int] | None = None  # wp:extent (EMU) of a chart: the room its axes have for labels
 
 
-@dataclass
+@dataclass(slots=True)
 class Inline:
     """What a paragraph holds: its text, the text boxes anchored in it, its drawings and note references."""
 
@@ -310,6 +310,7 @@ class Inline:
     boxes: list[Any] = field(default_factory=list)
     drawings: list[Drawing] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)  # (footnote|endnote, id) in order
+    ppr: Any = None  # the paragraph's own w:pPr (its first), seen on the way
 
 
 def _sym(el: Any) -> str:
@@ -375,7 +376,7 @@ def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
 
 
 # What ``_inline`` does with an element, by its tag (decided once per tag: a document uses a few dozen)
-_TEXT, _SKIP, _NOTE_REF, _SIMPLE, _BREAK, _SYM, _MATH, _BOX, _DOCPR, _DRAW, _ALT, _OTHER = range(12)
+_TEXT, _SKIP, _NOTE_REF, _SIMPLE, _BREAK, _SYM, _MATH, _BOX, _DOCPR, _DRAW, _ALT, _OTHER, _PPR = range(13)
 _KIND_BY_NAME: dict[str, int] = {
     **dict.fromkeys(SKIP_LOCAL, _SKIP),
     "footnoteReference": _NOTE_REF,
@@ -391,7 +392,7 @@ _KIND_BY_NAME: dict[str, int] = {
     **dict.fromkeys(_DRAWING_NAMES, _DRAW),
     "AlternateContent": _ALT,
 }
-_TAG_KINDS: dict[str, int] = dict.fromkeys(T_T, _TEXT)
+_TAG_KINDS: dict[str, int] = dict.fromkeys(T_T, _TEXT) | dict.fromkeys(T_PPR, _PPR)
 _MAX_TAG_KINDS = 4096  # past this many distinct tags (a hostile part), kinds are computed, not remembered
 
 
@@ -421,6 +422,9 @@ def _inline(p: Any) -> Inline:
                 out.append(el.text or "")
             elif kind == _SKIP:
                 continue
+            elif kind == _PPR:  # skipped as any pPr; the paragraph's own (a child of it) is its properties
+                if inline.ppr is None and len(stack) == 1:
+                    inline.ppr = el
             elif kind == _OTHER:
                 if len(el):
                     stack.append(iter(el))
@@ -588,7 +592,7 @@ class _Doc:
                 continue
             self.paragraphs += 1
             inline = _inline(el)
-            t = _clean(self.numbered(el, self.cite(inline))[0])
+            t = _clean(self.numbered(inline.ppr, self.cite(inline))[0])
             if t:
                 parts.append(t)
             for box in inline.boxes:
@@ -624,9 +628,9 @@ class _Doc:
 
     # -- paragraph properties
 
-    def para_props(self, p: Any) -> tuple[int | None, tuple[str, int] | None]:
-        """(heading depth or None, (numId, level) or None) of a paragraph, its own properties over its style's."""
-        ppr = next(p.iterchildren(*T_PPR), None)
+    def para_props(self, ppr: Any | None) -> tuple[int | None, tuple[str, int] | None]:
+        """(heading depth or None, (numId, level) or None) of a paragraph (its ``w:pPr``, or None), its own
+        properties over its style's."""
         sid = None
         own_outline = None
         own_num = None
@@ -647,9 +651,9 @@ class _Doc:
             ilvl = self.numbering.level_of_style(num[0], sid) or 0
         return depth, (num[0], ilvl)
 
-    def numbered(self, p: Any, text: str) -> tuple[str, int | None, dict[str, Any] | None]:
-        """(text with its list label in front, heading depth, attrs.list) of a paragraph."""
-        depth, num = self.para_props(p)
+    def numbered(self, ppr: Any | None, text: str) -> tuple[str, int | None, dict[str, Any] | None]:
+        """(text with its list label in front, heading depth, attrs.list) of a paragraph (its ``w:pPr``, or None)."""
+        depth, num = self.para_props(ppr)
         if num is None:
             return text, depth, None
         label = self.counters.label(num[0], num[1])  # an empty numbered paragraph shows (and takes) its number too
@@ -684,7 +688,7 @@ class _Doc:
         """A body, header, footer or note paragraph: its block, then its text boxes and drawings."""
         self.paragraphs += 1
         inline = _inline(p)
-        text, depth, info = self.numbered(p, self.cite(inline))
+        text, depth, info = self.numbered(inline.ppr, self.cite(inline))
         text = _clean(text)
         if text:
             attrs = {**(base or {}), **({"list": info} if info else {})} or None

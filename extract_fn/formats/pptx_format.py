@@ -141,7 +141,7 @@ def _paragraphs(txbody: Any, styles: InheritedBullets = NO_INHERITED) -> list[st
 
 
 def _text_frame(shape: Any, styles: InheritedBullets = NO_INHERITED) -> str:
-    body = next((c for c in shape if c.tag in T_TXBODY), None)
+    body = next(shape.iterchildren(*T_TXBODY), None)
     if body is None:
         return ""
     return "\n".join(p for p in _paragraphs(body, styles) if p)
@@ -169,7 +169,7 @@ def _matching(root: Any, ph: Any, by_idx: bool) -> Any:
 
 
 def _list_style(shape: Any) -> Any:
-    body = next((c for c in shape if c.tag in T_TXBODY), None) if shape is not None else None
+    body = next(shape.iterchildren(*T_TXBODY), None) if shape is not None else None
     return _child(body, "lstStyle") if body is not None else None
 
 
@@ -185,17 +185,13 @@ def _placeholder(shape: Any) -> str | None:
 
 def _table(tbl: Any) -> list[list[str | None]]:
     rows: list[list[str | None]] = []
-    for tr in tbl:
-        if tr.tag not in T_TR:
-            continue
+    for tr in tbl.iterchildren(*T_TR):
         row: list[str | None] = []
-        for tc in tr:
-            if tc.tag not in T_TC:
-                continue
+        for tc in tr.iterchildren(*T_TC):
             if tc.get("hMerge") in ("1", "true") or tc.get("vMerge") in ("1", "true"):
                 row.append(None)
                 continue
-            body = next((c for c in tc if c.tag in T_TXBODY), None)
+            body = next(tc.iterchildren(*T_TXBODY), None)
             row.append("\n".join(p for p in _paragraphs(body) if p) if body is not None else "")
         rows.append(row)
     width = max((len(r) for r in rows), default=0)
@@ -347,7 +343,7 @@ class _Deck:
         if name == "contentPart":  # ink: strokes, drawn like a picture
             return "picture", "", {"image": {"alt": "", "ink": True}}
         # anything else (unknown extensions): the text bodies in it
-        texts = ["\n".join(p for p in _paragraphs(el) if p) for el in shape.iter() if el.tag in T_TXBODY]
+        texts = ["\n".join(p for p in _paragraphs(el) if p) for el in shape.iter(*T_TXBODY)]
         return "text", "\n".join(t for t in texts if t), {}
 
     def graphic_frame(self, shape: Any, rels: dict[str, tuple[str, str]]) -> tuple[str, str, dict[str, Any]]:
@@ -356,7 +352,7 @@ class _Deck:
         if data is None:
             return "none", "", {}
         kind = graphic_kind(data)
-        tbl = next((c for c in data if c.tag in T_TBL), None)
+        tbl = next(data.iterchildren(*T_TBL), None)
         if tbl is not None:
             rows = _table(tbl)
             if not rows or not any(any(c for c in r) for r in rows):
