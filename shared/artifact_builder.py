@@ -88,9 +88,18 @@ def clean_value(value: Any, *, depth: int = 1, limit: int = MAX_NESTING) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"object keys must be strings, got {k!r}")
-            out[clean_str(k)] = clean_value(v, depth=depth + 1, limit=limit)
+            vcls = v.__class__
+            if vcls is str:  # the scalar cases above, inline: attrs are mostly short objects of scalars
+                v = clean_str(v)  # noqa: PLW2901
+            elif vcls is int:
+                _check_int("a value", v)
+            elif v is not None and vcls is not bool:
+                v = clean_value(v, depth=depth + 1, limit=limit)  # noqa: PLW2901
+            out[clean_str(k)] = v
         return out
     if isinstance(value, (list, tuple)):
+        if set(map(type, value)) <= _TEXT_OR_NULL and all(map(str.isascii, filter(_not_none, value))):
+            return list(value)  # a table row of ASCII text and nulls: what the walk below returns, at C speed
         return [clean_value(v, depth=depth + 1, limit=limit) for v in value]
     raise TypeError(f"{cls.__name__} is not a JSON value")
 
@@ -116,6 +125,7 @@ def _clean_cell(value: Any) -> Any:
 
 _NONE_TYPE: Final = type(None)
 _not_none: Final = functools.partial(operator.is_not, None)
+_TEXT_OR_NULL: Final = frozenset({str, _NONE_TYPE})
 
 
 def _column_clean(column: tuple[Any, ...]) -> bool:
@@ -223,7 +233,10 @@ def cut_section_path(path: Sequence[str]) -> tuple[list[str], bool]:
     """A section path within the contract's bounds (cleaned, first entries, each cut), and whether it was cut."""
     if not path:
         return [], False
-    out = [clean_str(p) for p in path[:MAX_SECTION_ENTRIES]]
+    head = path[:MAX_SECTION_ENTRIES]
+    if all(map(str.isascii, head)) and max(map(len, head)) <= MAX_SECTION_CHARS:  # nothing to clean or cut
+        return (head if head.__class__ is list else list(head)), len(path) > MAX_SECTION_ENTRIES
+    out = [clean_str(p) for p in head]
     truncated = len(path) > MAX_SECTION_ENTRIES
     for i, p in enumerate(out):
         if len(p) > MAX_SECTION_CHARS:
@@ -505,6 +518,8 @@ class ArtifactBuilder:
         return out
 
     def _keys(self, keys: Iterable[str], attrs: dict[str, Any]) -> list[str]:
+        if keys == ():  # add_block's default: nothing to cut
+            return []
         out, truncated = cut_keys(keys)
         if truncated:
             attrs["keys_truncated"] = True
@@ -883,7 +898,8 @@ def _plain_scalar(v: Any, cls: type) -> bool:
 
 def _measured_extra(block: dict[str, Any]) -> int:
     """What ``measure_blocks`` adds to ``text_chars`` for a block beyond its text."""
-    extra = 48 + sum(len(p) + 4 for p in block["section_path"])
+    path = block["section_path"]
+    extra = 48 + sum(map(len, path)) + 4 * len(path)
     if "attrs" in block:
         extra += len(orjson.dumps(block["attrs"]))
     if block["locator"]:

@@ -50,7 +50,7 @@ import re
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
@@ -67,13 +67,16 @@ from extract_fn.formats.ooxml_drawing import (
     report_pictures,
 )
 from extract_fn.formats.ooxml_math import linear_text
-from extract_fn.formats.ooxml_text import MC_NS, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, child, local, main_part, parse_part, read_rels
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from extract_fn.limits import Limits
-from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
+
+if TYPE_CHECKING:
+    from extract_fn.ocr.pictures import PictureReader
 
 KIND = "docx"
 PARSER = "loom-docx"
@@ -150,11 +153,7 @@ def _attr(el: Any, name: str) -> str | None:
     return el.get(name)
 
 
-def _child(el: Any, name: str) -> Any:
-    for child in el:
-        if local(child.tag) == name:
-            return child
-    return None
+_child = child
 
 
 class _Styles:
@@ -282,7 +281,7 @@ def _blocks_in(container: Any) -> Iterator[Any]:
                 continue
             inner = el
             if tag in T_MC_ALT:
-                inner = next((c for c in el if c.tag in T_MC_CHOICE), None)
+                inner = next(el.iterchildren(*T_MC_CHOICE), None)
             elif tag not in T_WRAP:
                 continue
             if inner is not None:
@@ -292,7 +291,7 @@ def _blocks_in(container: Any) -> Iterator[Any]:
             stack.pop()
 
 
-@dataclass
+@dataclass(slots=True)
 class Drawing:
     """Something drawn in a paragraph that is no run text: a chart, a SmartArt diagram, a picture, an object."""
 
@@ -303,7 +302,7 @@ class Drawing:
     size: tuple[int, int] | None = None  # wp:extent (EMU) of a chart: the room its axes have for labels
 
 
-@dataclass
+@dataclass(slots=True)
 class Inline:
     """What a paragraph holds: its text, the text boxes anchored in it, its drawings and note references."""
 
@@ -311,6 +310,7 @@ class Inline:
     boxes: list[Any] = field(default_factory=list)
     drawings: list[Drawing] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)  # (footnote|endnote, id) in order
+    ppr: Any = None  # the paragraph's own w:pPr (its first), seen on the way
 
 
 def _sym(el: Any) -> str:
@@ -335,6 +335,9 @@ def _extent(el: Any) -> tuple[int, int] | None:
             cx, cy = (ext.get("cx") or "", ext.get("cy") or "") if ext is not None else ("", "")
             return (int(cx), int(cy)) if cx.isdigit() and cy.isdigit() else None
     return None
+
+
+_DRAWING_NAMES = frozenset({"graphicData", "pic", "imagedata", "object"})  # the names ``_drawing`` may consume
 
 
 def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
@@ -372,48 +375,85 @@ def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
     return False
 
 
+# What ``_inline`` does with an element, by its tag (decided once per tag: a document uses a few dozen)
+_TEXT, _SKIP, _NOTE_REF, _SIMPLE, _BREAK, _SYM, _MATH, _BOX, _DOCPR, _DRAW, _ALT, _OTHER, _PPR = range(13)
+_KIND_BY_NAME: dict[str, int] = {
+    **dict.fromkeys(SKIP_LOCAL, _SKIP),
+    "footnoteReference": _NOTE_REF,
+    "endnoteReference": _NOTE_REF,
+    **dict.fromkeys(_SIMPLE_INLINE, _SIMPLE),
+    "br": _BREAK,
+    "cr": _BREAK,
+    "sym": _SYM,
+    "oMath": _MATH,
+    "oMathPara": _MATH,
+    "txbxContent": _BOX,
+    "docPr": _DOCPR,
+    **dict.fromkeys(_DRAWING_NAMES, _DRAW),
+    "AlternateContent": _ALT,
+}
+_TAG_KINDS: dict[str, int] = dict.fromkeys(T_T, _TEXT) | dict.fromkeys(T_PPR, _PPR)
+_MAX_TAG_KINDS = 4096  # past this many distinct tags (a hostile part), kinds are computed, not remembered
+
+
+def _tag_kind(tag: str) -> int:
+    kind = _KIND_BY_NAME.get(local(tag), _OTHER)
+    if len(_TAG_KINDS) < _MAX_TAG_KINDS:
+        _TAG_KINDS[tag] = kind
+    return kind
+
+
 def _inline(p: Any) -> Inline:
     """A paragraph's text (math as linear text); its text boxes, drawings and note references are collected."""
     out: list[str] = []
     inline = Inline()
     alt = ""
+    kinds = _TAG_KINDS
     stack: list[Iterator[Any]] = [iter(p)]
     while stack:
         for el in stack[-1]:
             tag = el.tag
-            if not isinstance(tag, str):
+            if tag.__class__ is not str:
                 continue
-            if tag in T_T:
+            kind = kinds.get(tag)
+            if kind is None:
+                kind = _tag_kind(tag)
+            if kind == _TEXT:
                 out.append(el.text or "")
+            elif kind == _SKIP:
                 continue
-            name = local(tag)
-            if name in SKIP_LOCAL:
-                if name in ("footnoteReference", "endnoteReference") and not _on(_attr(el, "customMarkFollows")):
-                    inline.notes.append((name[:-9], _attr(el, "id") or ""))
+            elif kind == _PPR:  # skipped as any pPr; the paragraph's own (a child of it) is its properties
+                if inline.ppr is None and len(stack) == 1:
+                    inline.ppr = el
+            elif kind == _OTHER:
+                if len(el):
+                    stack.append(iter(el))
+                    break
+            elif kind == _NOTE_REF:
+                if not _on(_attr(el, "customMarkFollows")):
+                    inline.notes.append((local(tag)[:-9], _attr(el, "id") or ""))
                     out.append(NOTE_SENTINEL)
-                continue
-            if name in _SIMPLE_INLINE:
-                out.append(_SIMPLE_INLINE[name])
-            elif name in ("br", "cr"):
+            elif kind == _SIMPLE:
+                out.append(_SIMPLE_INLINE[local(tag)])
+            elif kind == _BREAK:
                 out.append("" if _attr(el, "type") == "page" else "\n")
-            elif name == "sym":
+            elif kind == _SYM:
                 out.append(_sym(el))
-            elif name in ("oMath", "oMathPara"):
+            elif kind == _MATH:
                 out.append(linear_text(el))
-            elif name == "txbxContent":
+            elif kind == _BOX:
                 inline.boxes.append(el)
-            elif name == "docPr":
+            elif kind == _DOCPR:
                 alt = alt_text(el)
-            elif _drawing(el, name, inline, alt):
-                continue
-            elif name == "AlternateContent":
-                choice = next((c for c in el if local(c.tag) == "Choice"), None)
+            elif kind == _DRAW:
+                if not _drawing(el, local(tag), inline, alt) and len(el):
+                    stack.append(iter(el))
+                    break
+            elif kind == _ALT:
+                choice = _child(el, "Choice")
                 if choice is not None:
                     stack.append(iter(choice))
                     break
-            elif len(el):
-                stack.append(iter(el))
-                break
         else:
             stack.pop()
     inline.text = "".join(out)
@@ -430,12 +470,12 @@ def _clean(text: str) -> str:
 
 def _span(tc: Any) -> tuple[int, bool]:
     """(gridSpan, is a vMerge continuation) of a cell."""
-    pr = next((c for c in tc if c.tag in T_TCPR), None)
+    pr = next(tc.iterchildren(*T_TCPR), None)
     if pr is None:
         return 1, False
     span = 1
     cont = False
-    for c in pr:
+    for c in pr.iterchildren("{*}gridSpan", "{*}vMerge"):  # in order: the last of each counts
         name = local(c.tag)
         if name == "gridSpan":
             try:
@@ -448,7 +488,7 @@ def _span(tc: Any) -> tuple[int, bool]:
 
 
 def _grid_skip(tr: Any, name: str) -> int:
-    pr = next((c for c in tr if c.tag in T_TRPR), None)
+    pr = next(tr.iterchildren(*T_TRPR), None)
     if pr is None:
         return 0
     el = _child(pr, name)
@@ -499,9 +539,8 @@ class _Doc:
         limits: Limits,
         budget: OutputBudget,
     ) -> None:
-        from extract_fn.ocr.pictures import PictureReader
-
         self.zf = zf
+        self.limits = limits
         self.builder = builder
         self.styles = styles
         self.numbering = numbering
@@ -509,7 +548,7 @@ class _Doc:
         self.charts = ChartCache()
         self.paragraphs = 0
         self.pictures = 0  # pictures placed whose pixels were not read (OCR off, refused, not a raster)
-        self.ocr = PictureReader(zf, limits)  # OCR of the pictures (extract_fn.ocr.pictures)
+        self.ocr: PictureReader | None = None  # OCR of the pictures, made at the first one (imports Pillow)
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
         self.in_cells: list[tuple[Drawing, int, int]] = []  # drawings of the table being read, with their cell
         self.cell = (0, 0)  # the top-level cell being read (row, column of the table's grid)
@@ -553,7 +592,7 @@ class _Doc:
                 continue
             self.paragraphs += 1
             inline = _inline(el)
-            t = _clean(self.numbered(el, self.cite(inline))[0])
+            t = _clean(self.numbered(inline.ppr, self.cite(inline))[0])
             if t:
                 parts.append(t)
             for box in inline.boxes:
@@ -578,6 +617,8 @@ class _Doc:
 
     def cite(self, inline: Inline) -> str:
         """A paragraph's text with each note reference as the superscript mark Word prints there."""
+        if NOTE_SENTINEL not in inline.text:
+            return inline.text
         pieces = inline.text.split(NOTE_SENTINEL)
         out = [pieces[0]]
         for (kind, nid), rest in zip(inline.notes, pieces[1:], strict=False):
@@ -587,21 +628,17 @@ class _Doc:
 
     # -- paragraph properties
 
-    def para_props(self, p: Any) -> tuple[int | None, tuple[str, int] | None]:
-        """(heading depth or None, (numId, level) or None) of a paragraph, its own properties over its style's."""
-        ppr = next((c for c in p if c.tag in T_PPR), None)
+    def para_props(self, ppr: Any | None) -> tuple[int | None, tuple[str, int] | None]:
+        """(heading depth or None, (numId, level) or None) of a paragraph (its ``w:pPr``, or None), its own
+        properties over its style's."""
         sid = None
         own_outline = None
         own_num = None
         if ppr is not None:
-            for c in ppr:
-                name = local(c.tag)
-                if name == "pStyle":
-                    sid = _attr(c, "val")
-                elif name == "outlineLvl":
-                    own_outline = _outline_level(ppr)
-                elif name == "numPr":
-                    own_num = _num_pr(ppr)
+            for c in ppr.iterchildren("{*}pStyle"):  # the last one counts
+                sid = _attr(c, "val")
+            own_outline = _outline_level(ppr)  # None without an outlineLvl
+            own_num = _num_pr(ppr)  # None without a numPr
         depth, num = self.styles.resolve(sid)
         if own_outline is not None and depth is None:
             depth = own_outline
@@ -614,9 +651,9 @@ class _Doc:
             ilvl = self.numbering.level_of_style(num[0], sid) or 0
         return depth, (num[0], ilvl)
 
-    def numbered(self, p: Any, text: str) -> tuple[str, int | None, dict[str, Any] | None]:
-        """(text with its list label in front, heading depth, attrs.list) of a paragraph."""
-        depth, num = self.para_props(p)
+    def numbered(self, ppr: Any | None, text: str) -> tuple[str, int | None, dict[str, Any] | None]:
+        """(text with its list label in front, heading depth, attrs.list) of a paragraph (its ``w:pPr``, or None)."""
+        depth, num = self.para_props(ppr)
         if num is None:
             return text, depth, None
         label = self.counters.label(num[0], num[1])  # an empty numbered paragraph shows (and takes) its number too
@@ -636,7 +673,7 @@ class _Doc:
             section_path=[t for _, _, t in self.stack],
             depth=depth,
             attrs=attrs,
-            locator=make_locator(),
+            locator={},  # make_locator() with no field: docx has no locator
         )
 
     def heading(self, text: str, depth: int, attrs: dict[str, Any] | None) -> None:
@@ -651,7 +688,7 @@ class _Doc:
         """A body, header, footer or note paragraph: its block, then its text boxes and drawings."""
         self.paragraphs += 1
         inline = _inline(p)
-        text, depth, info = self.numbered(p, self.cite(inline))
+        text, depth, info = self.numbered(inline.ppr, self.cite(inline))
         text = _clean(text)
         if text:
             attrs = {**(base or {}), **({"list": info} if info else {})} or None
@@ -708,6 +745,10 @@ class _Doc:
         if d.kind == "picture":
             image = {"alt": d.alt, **({"name": d.name} if d.name else {})}
             self.add("paragraph", "", {**(base or {}), "image": image})
+            if self.ocr is None:
+                from extract_fn.ocr.pictures import PictureReader
+
+                self.ocr = PictureReader(self.zf, self.limits)
             ocr_blocks, read = self.ocr.picture(self.rels.get(d.rid or ""))
             for ocr_block in ocr_blocks:
                 self.add("paragraph", ocr_block.text, {**(base or {}), **ocr_block.attrs})
@@ -893,6 +934,7 @@ def _finish(doc: _Doc, root: Any, cut: bool) -> dict[str, Any]:
         builder.warn("the artifact reached its output size limit; the rest of the document was not extracted")
         builder.fail(f"paragraphs {extracted + 1}-{total}", CUT_REASON)
     report_pictures(builder, doc.pictures)
-    doc.ocr.finish(builder)
+    if doc.ocr is not None:
+        doc.ocr.finish(builder)
     builder.coverage(total=total, extracted=extracted)
     return builder.build()

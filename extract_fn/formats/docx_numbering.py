@@ -15,6 +15,7 @@ Word shows it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -84,6 +85,7 @@ def format_number(n: int, fmt: str) -> str:
     return _FORMATS.get(fmt, str)(n)
 
 
+@functools.lru_cache(maxsize=256)  # a document's lists use a few bullet texts, for every item
 def bullet_text(text: str) -> str:
     out = []
     for ch in text:

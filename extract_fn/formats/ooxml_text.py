@@ -7,6 +7,7 @@ and the parser itself can load nothing.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import zipfile
 from typing import Any
@@ -24,18 +25,32 @@ def parse_part(zf: zipfile.ZipFile, name: str, kind: str) -> Any:
     return safe_xml.parse(read_member(zf, name, kind), name, kind)
 
 
+_LOCAL_NAMES: dict[Any, str] = {}  # tag -> local name: a package uses a few hundred tags, asked for ~100 times each
+_MAX_LOCAL_NAMES = 4096  # past this many distinct tags (a hostile part), names are computed, not remembered
+
+
 def local(tag: Any) -> str:
     """An element's local name ('' for comments, entities and processing instructions)."""
-    if not isinstance(tag, str):
-        return ""
-    return tag.rsplit("}", 1)[-1]
+    name = _LOCAL_NAMES.get(tag)
+    if name is None:
+        name = tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+        if len(_LOCAL_NAMES) < _MAX_LOCAL_NAMES:
+            _LOCAL_NAMES[tag] = name
+    return name
 
 
+def child(el: Any, name: str) -> Any:
+    """The first child element of ``el`` whose local name is ``name`` (in any namespace or none), or None."""
+    return next(el.iterchildren("{*}" + name), None)
+
+
+@functools.lru_cache(maxsize=1024)
 def rels_name(part: str) -> str:
     folder, base = posixpath.split(part)
     return posixpath.join(folder, "_rels", base + ".rels")
 
 
+@functools.lru_cache(maxsize=4096)  # a deck's slides name the same few layouts and masters
 def resolve(part: str, target: str) -> str:
     """A relationship target as a package member name."""
     if target.startswith("/"):

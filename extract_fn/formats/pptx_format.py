@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import zipfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
@@ -43,14 +43,17 @@ from extract_fn.formats.ooxml_drawing import (
     r_attr,
     report_pictures,
 )
-from extract_fn.formats.ooxml_text import MC_NS, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, child, local, main_part, parse_part, read_rels
 from extract_fn.formats.output_budget import BudgetKind, output_budget
-from extract_fn.formats.pptx_numbering import AutoNumbers
+from extract_fn.formats.pptx_numbering import NO_INHERITED, AutoNumbers, InheritedBullets
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
 from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
+
+if TYPE_CHECKING:
+    from extract_fn.ocr.pictures import PictureReader
 
 KIND = "pptx"
 PARSER = "loom-pptx"
@@ -80,6 +83,7 @@ T_A_P = _tags("p", A_NAMESPACES)
 T_A_T = _tags("t", A_NAMESPACES)
 T_A_BR = _tags("br", A_NAMESPACES)
 T_A_FLD = _tags("fld", A_NAMESPACES)
+T_A_TEXT = tuple(T_A_T | T_A_BR)
 T_TXBODY = _tags("txBody", P_NAMESPACES) | _tags("txBody", A_NAMESPACES)
 T_TBL = _tags("tbl", A_NAMESPACES)
 T_TR = _tags("tr", A_NAMESPACES)
@@ -95,11 +99,7 @@ def _rid(el: Any) -> str | None:
     return None
 
 
-def _child(el: Any, name: str) -> Any:
-    for c in el:
-        if local(c.tag) == name:
-            return c
-    return None
+_child = child
 
 
 def _emu(el: Any, name: str) -> int | None:
@@ -117,31 +117,31 @@ def _find(el: Any, *path: str) -> Any:
     return cur
 
 
-def _paragraphs(txbody: Any, styles: list[Any] | None = None) -> list[str]:
+def _paragraphs(txbody: Any, styles: InheritedBullets = NO_INHERITED) -> list[str]:
     """The paragraphs of a text body, each led by its automatic number when it has one (``a:buAutoNum``, its own
     or inherited from ``styles``, the list styles above its own ``a:lstStyle``, nearest first)."""
     out: list[str] = []
-    own = next((c for c in txbody if local(c.tag) == "lstStyle"), None)
-    numbers = AutoNumbers(([own] if own is not None else []) + (styles or []))
-    for p in txbody:
-        if p.tag not in T_A_P:
-            continue
-        parts: list[str] = []
-        for el in p.iter():
-            tag = el.tag
-            if tag in T_A_T:
-                if el.text:
+    own = _child(txbody, "lstStyle")
+    numbers = AutoNumbers([own] if own is not None else [], styles)
+    breaks = next(txbody.iter(*T_A_BR), None) is not None  # most bodies have none: one pass over a:t then
+    for p in txbody.iterchildren(*T_A_P):
+        if breaks:
+            parts: list[str] = []
+            for el in p.iter(*T_A_TEXT):  # a:t and a:br, in document order (filtered by libxml2, not here)
+                if el.tag in T_A_BR:
+                    parts.append("\n")
+                elif el.text:
                     parts.append(el.text)
-            elif tag in T_A_BR:
-                parts.append("\n")
+        else:
+            parts = [el.text or "" for el in p.iter(*T_A_T)]
         text = "".join(parts).replace("\x00", "").replace("\x0b", "\n").strip()
         label = numbers.label(_child(p, "pPr")) if text else ""
         out.append(f"{label} {text}" if label else text)
     return out
 
 
-def _text_frame(shape: Any, styles: list[Any] | None = None) -> str:
-    body = next((c for c in shape if c.tag in T_TXBODY), None)
+def _text_frame(shape: Any, styles: InheritedBullets = NO_INHERITED) -> str:
+    body = next(shape.iterchildren(*T_TXBODY), None)
     if body is None:
         return ""
     return "\n".join(p for p in _paragraphs(body, styles) if p)
@@ -169,8 +169,8 @@ def _matching(root: Any, ph: Any, by_idx: bool) -> Any:
 
 
 def _list_style(shape: Any) -> Any:
-    body = next((c for c in shape if c.tag in T_TXBODY), None) if shape is not None else None
-    return next((c for c in body if local(c.tag) == "lstStyle"), None) if body is not None else None
+    body = next(shape.iterchildren(*T_TXBODY), None) if shape is not None else None
+    return _child(body, "lstStyle") if body is not None else None
 
 
 _MASTER_STYLE = {"title": "titleStyle", "ctrTitle": "titleStyle", "dt": "otherStyle", "ftr": "otherStyle",
@@ -185,17 +185,13 @@ def _placeholder(shape: Any) -> str | None:
 
 def _table(tbl: Any) -> list[list[str | None]]:
     rows: list[list[str | None]] = []
-    for tr in tbl:
-        if tr.tag not in T_TR:
-            continue
+    for tr in tbl.iterchildren(*T_TR):
         row: list[str | None] = []
-        for tc in tr:
-            if tc.tag not in T_TC:
-                continue
+        for tc in tr.iterchildren(*T_TC):
             if tc.get("hMerge") in ("1", "true") or tc.get("vMerge") in ("1", "true"):
                 row.append(None)
                 continue
-            body = next((c for c in tc if c.tag in T_TXBODY), None)
+            body = next(tc.iterchildren(*T_TXBODY), None)
             row.append("\n".join(p for p in _paragraphs(body) if p) if body is not None else "")
         rows.append(row)
     width = max((len(r) for r in rows), default=0)
@@ -219,25 +215,26 @@ def _picture_attrs(pic: Any) -> dict[str, Any]:
 
 class _Deck:
     def __init__(self, zf: zipfile.ZipFile, builder: ArtifactBuilder, limits: Limits) -> None:
-        from extract_fn.ocr.pictures import PictureReader
-
         self.zf = zf
         self.builder = builder
         self.limits = limits
         self.pictures = 0  # pictures placed whose pixels were not read (OCR off or refused, ink, not a raster)
-        self.ocr = PictureReader(zf, limits)  # OCR of picture shapes (extract_fn.ocr.pictures)
+        self.ocr: PictureReader | None = None  # OCR of picture shapes, made at the first one (imports Pillow)
         self.charts = ChartCache()
         self.parts: dict[str, Any] = {}  # layouts and masters, each parsed once
         self.layout: Any = None  # the slide being read's layout and master roots
         self.master: Any = None
         self.masters_of: dict[tuple[str, str], str | None] = {}  # (layout part, relationship type) -> its target
         # (layout, master, placeholder idx, type) -> the list styles it inherits: a deck's slides share a few layouts
-        self.inherited: dict[tuple[int, int, str | None, str], list[Any]] = {}
+        self.inherited: dict[tuple[int, int, str | None, str], InheritedBullets] = {}
 
-    def template(self, part: str, rtype: str) -> tuple[str, Any] | tuple[None, None]:
-        """The part ``part`` relates to by ``rtype`` (a slide's layout, a layout's master), parsed once."""
-        if rtype == "slideLayout":  # a slide's own: read once anyway
-            target = next((t for _rid, kind, t in read_rels(self.zf, part, KIND) if kind == rtype), None)
+    def template(
+        self, part: str, rtype: str, rels: list[tuple[str, str, str]] | None = None
+    ) -> tuple[str, Any] | tuple[None, None]:
+        """The part ``part`` relates to by ``rtype`` (a slide's layout, a layout's master), parsed once; ``rels``:
+        the relationships of ``part`` when the caller has read them (a slide's)."""
+        if rels is not None:
+            target = next((t for _rid, kind, t in rels if kind == rtype), None)
         else:  # a layout's master: the same few layouts for every slide
             key = (part, rtype)
             if key not in self.masters_of:
@@ -258,14 +255,11 @@ class _Deck:
                 self.parts[target] = None
         return target, self.parts[target]
 
-    def placeholder_styles(self, shape: Any) -> list[Any]:
-        """The list styles a placeholder inherits from its layout and master (see ``pptx_numbering``)."""
-        ph = _ph(shape)
-        if ph is None:
-            return []
+    def placeholder_styles(self, ph: Any) -> InheritedBullets:
+        """The list styles a placeholder (its ``p:ph``) inherits from its layout and master (``pptx_numbering``)."""
         key = (id(self.layout), id(self.master), ph.get("idx"), ph.get("type") or "body")
         if key not in self.inherited:
-            self.inherited[key] = self._inherited_styles(ph)
+            self.inherited[key] = InheritedBullets(self._inherited_styles(ph))
         return self.inherited[key]
 
     def _inherited_styles(self, ph: Any) -> list[Any]:
@@ -278,8 +272,9 @@ class _Deck:
         b = self.builder
         root = parse_part(self.zf, part, KIND)
         hidden = hidden_hint or root.get("show") in ("0", "false")
-        rels = {rid: (rtype, target) for rid, rtype, target in read_rels(self.zf, part, KIND)}
-        layout_part, self.layout = self.template(part, "slideLayout")
+        slide_rels = read_rels(self.zf, part, KIND)
+        rels = {rid: (rtype, target) for rid, rtype, target in slide_rels}
+        layout_part, self.layout = self.template(part, "slideLayout", slide_rels)
         self.master = self.template(layout_part, "slideMaster")[1] if layout_part is not None else None
         tree = _find(root, "cSld", "spTree")
         loc = make_locator(page_start=number, page_end=number)
@@ -317,28 +312,26 @@ class _Deck:
                 "heading", heading_text, depth=1, section_path=[heading_text], locator=loc, attrs=dict(base_attrs)
             )
             path = [heading_text]
-        for _n, _kind, text, attrs in items:
-            b.add_block(
-                "paragraph", text, parent=heading_id, section_path=path, locator=loc, attrs={**base_attrs, **attrs}
-            )
+        texts = [(text, {**base_attrs, **attrs}) for _n, _kind, text, attrs in items]
         notes = self.notes(rels)
         if notes:
-            b.add_block(
-                "paragraph",
-                notes,
-                parent=heading_id,
-                section_path=path,
-                locator=loc,
-                attrs={**base_attrs, "notes": True},
-            )
+            texts.append((notes, {**base_attrs, "notes": True}))
+        first = len(b.blocks)  # the ids add_block would give them
+        b.add_blocks(
+            [
+                (f"b{first + i}", "paragraph", text, heading_id, path, loc, [], attrs or None)
+                for i, (text, attrs) in enumerate(texts)
+            ]
+        )
         for n, reason in failures:
             b.fail(f"slide {number} shape {n}", reason)
 
     def shape(self, shape: Any, rels: dict[str, tuple[str, str]]) -> tuple[str, str, dict[str, Any]]:
         name = local(shape.tag)
         if name in ("sp", "cxnSp"):
-            ph = _placeholder(shape)
-            text = _text_frame(shape, self.placeholder_styles(shape) if ph else None)
+            ph_el = _ph(shape)
+            ph = None if ph_el is None else ph_el.get("type") or "body"
+            text = _text_frame(shape, self.placeholder_styles(ph_el) if ph_el is not None else NO_INHERITED)
             if ph in ("title", "ctrTitle"):
                 return "title", text, {}
             attrs: dict[str, Any] = {"placeholder": ph} if ph else {}
@@ -350,7 +343,7 @@ class _Deck:
         if name == "contentPart":  # ink: strokes, drawn like a picture
             return "picture", "", {"image": {"alt": "", "ink": True}}
         # anything else (unknown extensions): the text bodies in it
-        texts = ["\n".join(p for p in _paragraphs(el) if p) for el in shape.iter() if el.tag in T_TXBODY]
+        texts = ["\n".join(p for p in _paragraphs(el) if p) for el in shape.iter(*T_TXBODY)]
         return "text", "\n".join(t for t in texts if t), {}
 
     def graphic_frame(self, shape: Any, rels: dict[str, tuple[str, str]]) -> tuple[str, str, dict[str, Any]]:
@@ -359,14 +352,14 @@ class _Deck:
         if data is None:
             return "none", "", {}
         kind = graphic_kind(data)
-        tbl = next((c for c in data if c.tag in T_TBL), None)
+        tbl = next(data.iterchildren(*T_TBL), None)
         if tbl is not None:
             rows = _table(tbl)
             if not rows or not any(any(c for c in r) for r in rows):
                 return "none", "", {}
             return "table", _table_text(rows), {"table": {"columns": rows[0], "rows": rows[1:]}}
         if kind == "chart":
-            chart = next((c for c in data if local(c.tag) == "chart"), None)
+            chart = _child(data, "chart")
             target = self.related(rels, _rid(chart) if chart is not None else None, "chart")
             try:
                 read = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
@@ -376,7 +369,7 @@ class _Deck:
             read = read.sized(_emu(ext, "cx"), _emu(ext, "cy"))
             return "chart", read.text(), read.attrs()
         if kind == "diagram":
-            ids = next((c for c in data if local(c.tag) == "relIds"), None)
+            ids = _child(data, "relIds")
             target = self.related(rels, r_attr(ids, "dm") if ids is not None else None, "SmartArt diagram data")
             return "diagram", "\n".join(diagram_texts(parse_part(self.zf, target, KIND))), {"diagram": True}
         if kind in ("chartex", "chartEx") or find_local(data, "oleObj") is not None:
@@ -394,6 +387,10 @@ class _Deck:
         """The OCR blocks (text, attrs) of a picture shape; a picture whose pixels are not read is counted."""
         blip = find_local(shape, "blip") if local(shape.tag) == "pic" else None
         target = rels.get((r_attr(blip, "embed") if blip is not None else None) or "")
+        if self.ocr is None:
+            from extract_fn.ocr.pictures import PictureReader
+
+            self.ocr = PictureReader(self.zf, self.limits)
         ocr_blocks, read = self.ocr.picture(target[1] if target else None)
         if not read:
             self.pictures += 1
@@ -437,7 +434,7 @@ def _shapes(tree: Any) -> Iterator[tuple[int, Any, int]]:
                 stack.append((iter(el), depth + 1))
                 break
             if tag in T_MC_ALT:
-                choice = next((c for c in el if local(c.tag) == "Choice"), None)
+                choice = _child(el, "Choice")
                 if choice is not None:
                     stack.append((iter(choice), depth))
                     break
@@ -496,6 +493,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     if cut:
         builder.warn("the artifact reached its output size limit; the remaining slides were not extracted")
     report_pictures(builder, deck.pictures)
-    deck.ocr.finish(builder)
+    if deck.ocr is not None:
+        deck.ocr.finish(builder)
     builder.coverage(total=len(order), extracted=extracted)
     return builder.build()

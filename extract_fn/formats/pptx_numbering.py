@@ -45,29 +45,49 @@ def auto_number(scheme: str, n: int) -> str:
 
 
 BULLETS = frozenset({"buAutoNum", "buChar", "buBlip", "buNone"})
+_ANY_BULLET = tuple(f"{{*}}{name}" for name in sorted(BULLETS))  # in any namespace or none, as ``local`` compares
 
 
 def _bullet(ppr: Any | None) -> Any | None:
     """The bullet element a paragraph properties element sets, or None when it sets none."""
-    return next((c for c in ppr if local(c.tag) in BULLETS), None) if ppr is not None else None
+    return next(ppr.iterchildren(*_ANY_BULLET), None) if ppr is not None else None
 
 
 def inherited_bullet(styles: list[Any], level: int) -> Any | None:
     """The first bullet the list styles (``a:lstStyle``, ``p:bodyStyle``..., nearest first) give ``level``."""
-    want = f"lvl{level + 1}pPr"
+    want = f"{{*}}lvl{level + 1}pPr"
     for style in styles:
-        ppr = next((c for c in style if local(c.tag) == want), None)
+        ppr = next(style.iterchildren(want), None)
         if (bullet := _bullet(ppr)) is not None:
             return bullet
     return None
 
 
-class AutoNumbers:
-    """The running numbers of one text body (``styles``: the list styles it inherits, nearest first)."""
+class InheritedBullets:
+    """The bullets a list of list styles (nearest first) gives each level, each level looked up once: a placeholder's
+    layout, master and ``p:txStyles`` styles are the same on every slide of its layout."""
 
-    def __init__(self, styles: list[Any] | None = None) -> None:
+    def __init__(self, styles: list[Any]) -> None:
+        self.styles = styles
+        self.levels: dict[int, Any | None] = {}
+
+    def get(self, level: int) -> Any | None:
+        if level not in self.levels:
+            self.levels[level] = inherited_bullet(self.styles, level)
+        return self.levels[level]
+
+
+NO_INHERITED = InheritedBullets([])
+
+
+class AutoNumbers:
+    """The running numbers of one text body (``styles``: its own list styles, then ``inherited``, the ones it
+    inherits, nearest first)."""
+
+    def __init__(self, styles: list[Any] | None = None, inherited: InheritedBullets = NO_INHERITED) -> None:
         self.counts: dict[int, int] = {}
         self.styles = styles or []
+        self.inherited = inherited
 
     def label(self, ppr: Any | None) -> str:
         try:
@@ -75,8 +95,10 @@ class AutoNumbers:
         except ValueError:
             level = 0
         bullet = _bullet(ppr)
-        if bullet is None:
+        if bullet is None and self.styles:
             bullet = inherited_bullet(self.styles, level)
+        if bullet is None:
+            bullet = self.inherited.get(level)
         auto = bullet if bullet is not None and local(bullet.tag) == "buAutoNum" else None
         for deeper in [k for k in self.counts if k > level or (auto is None and k == level)]:
             del self.counts[deeper]

@@ -134,6 +134,10 @@ def _declares_dtd(read: Callable[[int], bytes]) -> bool:
 
 def refuse_dtd(source: bytes | memoryview | IO[bytes], part: str, kind: str) -> None:
     """Raise ``dtd_refused`` when the part (its bytes, or a stream read no further than its prolog) declares a DTD."""
+    if isinstance(source, bytes):
+        first = source[:FIRST_CHUNK]
+        if _codec(first) == "utf-8" and _PLAIN_PROLOG.match(first):  # ``_declares_dtd``'s first test, without its
+            return  # reader: nearly every part is decided here
     if isinstance(source, bytes | memoryview):
         view, pos = memoryview(source), 0
 
