@@ -979,11 +979,13 @@ class _TableReader:
             if not self.rows:
                 self.rows.append(_Row(self.thead > 0, [], []))
             row = self.rows[-1]
+            colspan = attrs.get("colspan") if attrs else None
+            rowspan = attrs.get("rowspan") if attrs else None
             row.cells.append(
                 (
                     "",
-                    _span(attrs.get("colspan"), self.w.limits.html_max_colspan, zero=1),
-                    _span(attrs.get("rowspan"), self.w.limits.html_max_rowspan, zero=0),
+                    1 if colspan is None else _span(colspan, self.w.limits.html_max_colspan, zero=1),
+                    1 if rowspan is None else _span(rowspan, self.w.limits.html_max_rowspan, zero=0),
                 )
             )
             row.th.append(tag == "th")
@@ -1007,11 +1009,11 @@ class _TableReader:
         if tag == "caption":
             self.in_caption -= 1
             if not self.in_caption:
-                self.caption = _WS.sub(" ", "".join(self.caption_parts)).strip()
+                self.caption = _collapse_cell("".join(self.caption_parts))
         elif tag == "thead":
             self.thead -= 1
         elif tag in ("td", "th") and self.cell is not None:
-            text = _WS.sub(" ", "".join(self.cell)).strip()
+            text = _collapse_cell("".join(self.cell))
             row = self.rows[-1]
             row.cells[-1] = (text, *row.cells[-1][1:])
             self.cell = None
@@ -1043,6 +1045,24 @@ class _TableReader:
         ``limits.html_max_table_cells`` slots (those rowspans cover included); past either the table is cut and marked.
         """
         limits = self.w.limits
+        if _unspanned_rows(self.rows, limits):  # what _spanned_grid gives a table without spans, cut nowhere
+            grid = [[text for text, _, _ in row.cells] for row in self.rows]
+            width = max(map(len, grid), default=0)
+        else:
+            grid, width = self._spanned_grid(limits)
+        if width * len(grid) > limits.html_max_table_cells:  # short rows padded to the widest
+            self.truncated = True
+            grid = grid[: max(1, limits.html_max_table_cells // max(1, width))]
+        for out in grid:
+            if len(out) < width:
+                out.extend("" for _ in range(width - len(out)))
+        if grid:
+            first = self.rows[0]
+            self.header_first = first.head or (bool(first.th) and all(first.th))
+        return grid
+
+    def _spanned_grid(self, limits: Limits) -> tuple[list[list[str]], int]:
+        """The grid's rows, each as wide as its own slots, and the widest row's width."""
         grid: list[list[str]] = []
         covered: set[tuple[int, int]] = set()  # slots taken by rowspans from rows above
         width = 0
@@ -1080,16 +1100,30 @@ class _TableReader:
                 break
             width = max(width, len(out))
             grid.append(out)
-        if width * len(grid) > limits.html_max_table_cells:  # short rows padded to the widest
-            self.truncated = True
-            grid = grid[: max(1, limits.html_max_table_cells // max(1, width))]
-        for out in grid:
-            if len(out) < width:
-                out.extend("" for _ in range(width - len(out)))
-        if grid:
-            first = self.rows[0]
-            self.header_first = first.head or (bool(first.th) and all(first.th))
-        return grid
+        return grid, width
+
+
+def _unspanned_rows(rows: list[_Row], limits: Limits) -> bool:
+    """Whether no cell of ``rows`` spans (colspan and rowspan 1) and the grid is within the limits as it is: then
+    the grid is the rows' texts."""
+    total = 0
+    for row in rows:
+        n = len(row.cells)
+        if n > limits.html_max_table_width:
+            return False
+        total += n
+        for _, colspan, rowspan in row.cells:
+            if colspan != 1 or rowspan != 1:
+                return False
+    return total <= limits.html_max_table_cells
+
+
+def _collapse_cell(text: str) -> str:
+    """A cell's or caption's text, whitespace collapsed and stripped (``_WS.sub(" ", text).strip()``; printable ASCII
+    without two spaces in a row has nothing to collapse)."""
+    if text.isascii() and text.isprintable() and "  " not in text:
+        return text.strip()
+    return _WS.sub(" ", text).strip()
 
 
 def _span(value: str | None, limit: int, *, zero: int) -> int:
