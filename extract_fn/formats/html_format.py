@@ -300,7 +300,7 @@ class _SourceMap:
             return None
         end = p + len(core)
         self._k, self._off = k, end
-        if k in self._maps:
+        if self._maps and k in self._maps:
             return self.to_source(k, p, end=False), self.to_source(k, end, end=True)
         start = self._starts[k]
         return start + p, start + end
@@ -634,7 +634,8 @@ class _Walker:
         elif tag in _ITEMS:
             item_attrs: dict[str, Any] = {}
             if tag == "li":
-                item_attrs["ordered"] = node.parent is not None and node.parent.tag == "ol"
+                parent = node.parent
+                item_attrs["ordered"] = parent is not None and parent.tag == "ol"
             elif tag == "dt":
                 item_attrs["term"] = True
             else:
@@ -798,7 +799,8 @@ class _Walker:
             )
             self.done = len(self.items)
             return
-        self._materialize(len(self.items), first)
+        if self.done < len(self.items):
+            self._materialize(len(self.items), first)
         if top is not None and top.kind == _F_HEADING:
             keys = [text, *ids]
             if self.items or self.quote:
@@ -1264,8 +1266,12 @@ def _flatten_deep_nesting(text: str, max_depth: int) -> tuple[str, int]:
         return text, 0
     depth = 0
     cuts: list[tuple[int, int]] = []
+    counted: dict[str, bool] = {}  # tag name as written -> whether it counts (a page repeats a few names)
     for m in _TAG_RE.finditer(text):
-        counts = m.group(2).lower() not in _FLAT_ELEMENTS
+        name = m.group(2)
+        counts = counted.get(name)
+        if counts is None:
+            counts = counted[name] = name.lower() not in _FLAT_ELEMENTS
         if m.group(1):  # an end tag: blanked inside the too-deep region
             if depth > max_depth:
                 cuts.append(m.span())
