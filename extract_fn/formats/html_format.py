@@ -1259,19 +1259,41 @@ _FLAT_ELEMENTS: Final = frozenset(
 _NOT_NEWLINE: Final = re.compile(r"[^\r\n]")
 
 
-def _flatten_deep_nesting(text: str, max_depth: int) -> tuple[str, int]:
-    """``text`` with tags nested past ``max_depth`` (``limits.html_max_nesting_depth``) blanked out, and how many
-    were."""
-    if text.count("<") <= max_depth:
-        return text, 0
+# _TAG_RE's matches (the same spans), as (end-tag slash, name, "/" when the tag ends with "/>"): findall's tuples,
+# with no match object per tag.
+_TAG_PARTS_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?:[^>]*(/)|[^>]*)>")
+
+
+def _deeper_than(text: str, max_depth: int) -> bool:
+    """Whether ``_flatten_deep_nesting``'s depth count goes past ``max_depth`` anywhere in ``text`` (when it does
+    not, nothing is blanked: the common case, answered without the positions)."""
     depth = 0
-    cuts: list[tuple[int, int]] = []
     counted: dict[str, bool] = {}  # tag name as written -> whether it counts (a page repeats a few names)
-    for m in _TAG_RE.finditer(text):
-        name = m.group(2)
+    for end, name, closed in _TAG_PARTS_RE.findall(text):
         counts = counted.get(name)
         if counts is None:
             counts = counted[name] = name.lower() not in _FLAT_ELEMENTS
+        if not counts:
+            continue
+        if end:
+            if depth:
+                depth -= 1
+        elif not closed:
+            depth += 1
+            if depth > max_depth:
+                return True
+    return False
+
+
+def _flatten_deep_nesting(text: str, max_depth: int) -> tuple[str, int]:
+    """``text`` with tags nested past ``max_depth`` (``limits.html_max_nesting_depth``) blanked out, and how many
+    were."""
+    if text.count("<") <= max_depth or not _deeper_than(text, max_depth):
+        return text, 0
+    depth = 0
+    cuts: list[tuple[int, int]] = []
+    for m in _TAG_RE.finditer(text):
+        counts = m.group(2).lower() not in _FLAT_ELEMENTS
         if m.group(1):  # an end tag: blanked inside the too-deep region
             if depth > max_depth:
                 cuts.append(m.span())
