@@ -822,7 +822,9 @@ class _Walker:
             attrs = {"language": top.language} if top.language else None
             self._add("code", text, locator, parent=self._container_parent(), attrs=attrs, keys=ids)
             return
-        self._add("paragraph", text, locator, parent=self._container_parent(), keys=ids)
+        # the innermost item with a block, else the section's heading (_container_parent, inlined for paragraphs)
+        parent = self.items[self.done - 1].block_id if self.done else self.sections.heading_id
+        self._add("paragraph", text, locator, parent=parent, keys=ids)
 
     # -- tables ------------------------------------------------------------------------------------------------
 
