@@ -372,19 +372,19 @@ class ArtifactBuilder:
             raise ValueError(f"block id {block_id!r} is empty or not unique")
         if parent is not None and parent not in self._ids:
             raise ValueError(f"parent {parent!r} is not an earlier block")
-        if depth is not None:
+        if depth is not None and (depth.__class__ is not int or not 0 <= depth <= INT64_MAX):
             _check_int("depth", depth)
-            if depth < 0:
-                raise ValueError("depth must be 0 or more")
+            raise ValueError("depth must be 0 or more")
         block_attrs = clean_value(attrs) if attrs else {}
         block: dict[str, Any] = {"id": block_id, "type": type, "text": clean_str(text)}
         if parent is not None:
             block["parent"] = parent
         if depth is not None:
             block["depth"] = depth
-        block["section_path"] = self._section_path(section_path, block_attrs)
+        # an empty path or key list (most blocks have no keys) is [] without the calls
+        block["section_path"] = self._section_path(section_path, block_attrs) if section_path else []
         block["locator"] = locator if locator is not None else {}
-        block["keys"] = self._keys(keys, block_attrs)
+        block["keys"] = self._keys(keys, block_attrs) if keys else []
         if block_attrs:
             block["attrs"] = block_attrs
         self._ids.add(block_id)

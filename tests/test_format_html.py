@@ -315,6 +315,46 @@ def test_entities_and_crlf_locators() -> None:
     assert_locators(src, a, exact=True)
 
 
+def test_raw_text_elements_in_any_case_and_their_look_alikes() -> None:
+    # The source map reads a raw-text element's content as the tokenizer does whatever the case of its name (ASCII
+    # letters only): the text inside is not matched against the page's text nodes, so every paragraph after it is
+    # placed exactly. Names that only look like one (a longer name, a non-ASCII capital I) are ordinary elements.
+    for raw in ("<SCRIPT>x<b>y</SCRIPT>", "<ScRiPt type=a>x</script >", "<STYLE>p{}</style\n>", "<XMP>as is</XmP>"):
+        src = f"<p>one</p>{raw}<p>two</p><p>x</p>"
+        a = run(src)
+        assert texts(a)[0] == "one", raw
+        assert texts(a)[-2:] == ["two", "x"], raw
+        assert_locators(src, a, exact=True)
+    for look_alike in ("<scripts>x<b>y</b></scripts>", "<SCR\u0130PT>x<b>y</b></SCR\u0130PT>"):
+        src = f"<p>one</p>{look_alike}<p>two</p>"
+        a = run(src)
+        assert texts(a) == ["one", "xy", "two"], look_alike
+        assert all(b["locator"]["char_start"] >= 0 for b in a["blocks"]), look_alike
+        assert_locators(src, a, exact=True)
+
+
+def test_whitespace_collapses_in_every_kind_of_run() -> None:
+    src = (
+        "<p>plain words</p><p> edge spaces </p><p>two  spaces</p><p>tab\tand\nnewline</p><p>x\x1fy</p>"
+        "<p>nbsp\xa0 kept</p><p>caf\xe9  au\tlait</p><p> one<br> two </p>"
+        "<table><tr><td> a  b </td><td>c\xa0</td></tr><tr><td>d\te</td><td>f</td></tr></table>"
+    )
+    a = run(src)
+    assert texts(a)[:8] == [
+        "plain words",
+        "edge spaces",
+        "two spaces",
+        "tab and newline",
+        "x y",
+        "nbsp\xa0 kept",
+        "caf\xe9 au lait",
+        "one\ntwo",
+    ]
+    assert a["blocks"][8]["attrs"]["table"]["rows"] == [["a b", "c"], ["d e", "f"]]
+    assert a["coverage"]["total"] == a["coverage"]["extracted"] == 69 + 6  # the non-space characters
+    assert_locators(src, a)
+
+
 def test_text_after_body_end_is_still_placed() -> None:
     src = "<html><body><p>one</p>\n  trailing words\n</body>\n</html>\n"
     a = run(src)

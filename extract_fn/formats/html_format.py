@@ -81,7 +81,7 @@ from extract_fn.formats.textblocks import (
 )
 from extract_fn.limits import Limits
 from extract_fn.text_decoding import Decoded, decode_text, known_codec, refuse_wide_text, sniff_bom
-from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
 
 PARSER: Final = "loom-html"
@@ -171,19 +171,26 @@ def _decode(data: bytes, option: str | None) -> tuple[Decoded, str | None]:
 # ---------------------------------------------------------------------------------------------------------------
 # The source's character data, to place DOM text nodes back in the source.
 
-# Markup the tokenizer emits no character data for. Comments (with the abrupt <!--> and <!--->), doctype, bogus
-# comments and processing instructions, start and end tags (quoted attribute values may hold '>'), '</>'.
-_MARKUP: Final = re.compile(
-    r"<!--(?:-?>|.*?(?:--!?>|\Z))"
-    r"|<[!?][^>]*+>?"
-    r"|<(?P<tag>[A-Za-z][^\t\n\f\r />]*+)(?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+>?"
-    r"|</[A-Za-z](?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+>?"
-    r"|</[^A-Za-z>][^>]*+>?|</>",
-    re.S,
-)
 # Elements whose content the tokenizer reads as text up to their end tag; script and style give no visible text.
 _RAW_SKIP: Final = frozenset({"script", "style", "iframe", "noembed", "noframes"})
 _RAW_TEXT: Final = frozenset({"title", "textarea", "xmp"})  # character data (title and textarea decode entities)
+# Markup the tokenizer emits no character data for: comments (with the abrupt <!--> and <!--->), doctype, bogus
+# comments and processing instructions, start and end tags (quoted attribute values may hold '>'), '</>'. The start
+# tag of a raw-text element above (or plaintext) is the first alternative, its name in group 1 (the only group), so
+# the scan looks at no other tag's name. Its name ends where any start tag's does (at whitespace, '/', '>' or the
+# end), and compares ASCII-case-insensitively, which is ``name.lower()`` for these names: the one non-ASCII letter
+# that lowers to ASCII is the Kelvin sign, to 'k', and none of them holds it.
+_RAW_NAMES: Final = "|".join(sorted(_RAW_SKIP | _RAW_TEXT | {"plaintext"}))
+_TAG_TAIL: Final = r"(?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+>?"
+_MARKUP: Final = re.compile(
+    rf"<((?ai:{_RAW_NAMES}))(?=[\t\n\f\r />]|\Z){_TAG_TAIL}"
+    r"|<!--(?:-?>|.*?(?:--!?>|\Z))"
+    r"|<[!?][^>]*+>?"
+    rf"|<[A-Za-z][^\t\n\f\r />]*+{_TAG_TAIL}"
+    rf"|</[A-Za-z]{_TAG_TAIL}"
+    r"|</[^A-Za-z>][^>]*+>?|</>",
+    re.S,
+)
 _CHARREF: Final = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)|\r\n?|\x00")
 
 
@@ -194,59 +201,71 @@ class _SourceMap:
     __slots__ = ("_decs", "_k", "_maps", "_off", "_starts")
 
     def __init__(self, src: str) -> None:
-        starts: list[int] = []
-        decs: list[str] = []
-        maps: dict[int, tuple[list[int], list[tuple[int, int, int, int]]]] = {}
-
-        def add(a: int, b: int, decode: bool) -> None:
-            raw = src[a:b]
-            if decode and ("&" in raw or "\r" in raw or "\x00" in raw):
-                dec, bps = _decode_run(raw, a)
-                if bps:
-                    maps[len(decs)] = ([bp[0] for bp in bps], bps)
-                starts.append(a)
-                decs.append(dec)
-            else:
-                starts.append(a)
-                decs.append(raw)
-
-        self._scan(src, add)
-        self._starts = starts
-        self._decs = decs
-        self._maps = maps
+        self._starts: list[int] = []
+        self._decs: list[str] = []
+        self._maps: dict[int, tuple[list[int], list[tuple[int, int, int, int]]]] = {}
         self._k = 0
         self._off = 0
+        self._scan(src)
 
-    @staticmethod
-    def _scan(src: str, add: Callable[[int, int, bool], None]) -> None:
+    def _add(self, src: str, a: int, b: int) -> None:
+        """A run of character data the parser decodes (entities, CR, NUL)."""
+        raw = src[a:b]
+        if "&" in raw or "\r" in raw or "\x00" in raw:
+            dec, bps = _decode_run(raw, a)
+            if bps:
+                self._maps[len(self._decs)] = ([bp[0] for bp in bps], bps)
+            self._starts.append(a)
+            self._decs.append(dec)
+        else:
+            self._starts.append(a)
+            self._decs.append(raw)
+
+    def _scan(self, src: str) -> None:
         """Split the source into character data and markup; raw-text elements restart the scan past their end."""
         n = len(src)
         pos = 0
+        starts = self._starts
+        decs = self._decs
+        # without '&', CR or NUL every run is its own decoding: no run needs a look
+        plain = "&" not in src and "\r" not in src and "\x00" not in src
+        add = self._add
         while True:
             restarted = False
             for m in _MARKUP.finditer(src, pos):
                 s = m.start()
                 if s > pos:
-                    add(pos, s, True)
+                    if plain:
+                        starts.append(pos)
+                        decs.append(src[pos:s])
+                    else:
+                        add(src, pos, s)
                 pos = m.end()
-                tag = m.group("tag")
-                if tag is None:
+                if m.lastindex is None:
                     continue
-                name = tag.lower()
-                if name in _RAW_SKIP or name in _RAW_TEXT:
-                    end = re.compile(rf"</{re.escape(name)}[\t\n\f\r />]", re.I).search(src, pos)
-                    stop = end.start() if end else n
-                    if name in _RAW_TEXT and stop > pos:
-                        add(pos, stop, name != "xmp")
-                    pos = stop
-                    restarted = True
-                    break
+                name = m.group(1).lower()
                 if name == "plaintext":
-                    add(pos, n, False)
+                    starts.append(pos)
+                    decs.append(src[pos:n])
                     return
+                end = re.compile(rf"</{re.escape(name)}[\t\n\f\r />]", re.I).search(src, pos)
+                stop = end.start() if end else n
+                if name in _RAW_TEXT and stop > pos:
+                    if name == "xmp":
+                        starts.append(pos)
+                        decs.append(src[pos:stop])
+                    else:
+                        add(src, pos, stop)
+                pos = stop
+                restarted = True
+                break
             if not restarted:
                 if pos < n:
-                    add(pos, n, True)
+                    if plain:
+                        starts.append(pos)
+                        decs.append(src[pos:n])
+                    else:
+                        add(src, pos, n)
                 return
 
     def locate(self, data: str) -> tuple[int, int] | None:
@@ -263,6 +282,28 @@ class _SourceMap:
             k += 1
             off = 0
         return None
+
+    def place(self, core: str) -> tuple[int, int] | None:
+        """``locate(core)`` and the source offsets of its start and end (``to_source``), in one call: the source
+        offsets of ``core``'s first character and just past its last, or None when it cannot be placed."""
+        decs = self._decs
+        k = self._k
+        stop = min(len(decs), k + LOCATE_WINDOW)
+        off = self._off
+        while k < stop:
+            p = decs[k].find(core, off)
+            if p >= 0:
+                break
+            k += 1
+            off = 0
+        else:
+            return None
+        end = p + len(core)
+        self._k, self._off = k, end
+        if self._maps and k in self._maps:
+            return self.to_source(k, p, end=False), self.to_source(k, end, end=True)
+        start = self._starts[k]
+        return start + p, start + end
 
     def to_source(self, run: int, offset: int, *, end: bool) -> int:
         """The source offset of a decoded offset in a run (an offset inside an entity goes to its start, or to its
@@ -485,12 +526,7 @@ class _Walker:
         # The text without its edge whitespace: the parser may have merged whitespace from beyond a tag into the
         # node (the newline after </body>), but the characters between the first and last non-space ones are one
         # source run unless the parser moved or merged text (then the node stays unplaced).
-        core = data.strip(" \t\n\r\f")
-        found = src.locate(core)
-        if found is None:
-            return None
-        run, off = found
-        return src.to_source(run, off, end=False), src.to_source(run, off + len(core), end=True)
+        return src.place(data.strip(" \t\n\r\f"))
 
     def on_text(self, node: LexborNode) -> None:
         data = node.text_content
@@ -509,6 +545,57 @@ class _Walker:
             self.first = where[0] if where else -1
         self.last = where[1] if where else -1
 
+    def walk(self, root: LexborNode) -> None:
+        """``_traverse(root, self.on_enter, self.on_leave, self.on_text)`` with ``on_text`` inlined: text nodes are
+        most of a page's nodes, and a call per node was a tenth of the module's time."""
+        if not self.on_enter(root):
+            return
+        on_enter = self.on_enter
+        on_leave = self.on_leave
+        source = self.source
+        root_id = root.mem_id
+        node = root.first_child
+        if node is None:
+            on_leave(root)
+            return
+        while True:
+            if node.is_text_node:
+                data = node.text_content
+                if data:
+                    if self.hidden:
+                        if source is not None and not data.isspace():
+                            source.locate(data.strip(" \t\n\r\f"))
+                    else:
+                        self.pieces.append(data)  # whitespace collapses when the run is flushed
+                        if not data.isspace():
+                            self.seen += 1
+                            where = source.place(data.strip(" \t\n\r\f")) if source is not None else None
+                            if where is None:
+                                if self.first == -2:
+                                    self.first = -1
+                                self.last = -1
+                            else:
+                                if self.first == -2:
+                                    self.first = where[0]
+                                self.last = where[1]
+            elif node.is_element_node and on_enter(node):
+                child = node.first_child
+                if child is not None:
+                    node = child
+                    continue
+                on_leave(node)
+            while True:
+                nxt = node.next
+                if nxt is not None:
+                    node = nxt
+                    break
+                node = node.parent
+                if node is None:
+                    return
+                on_leave(node)
+                if node.mem_id == root_id:
+                    return
+
     # -- elements ----------------------------------------------------------------------------------------------
 
     def on_enter(self, node: LexborNode) -> bool:
@@ -519,7 +606,7 @@ class _Walker:
             self.frames.append(_F_INLINE)
             return True
         attrs = node.attributes
-        if _is_hidden(tag, attrs):
+        if tag in _SKIP_HIDDEN or (attrs and _is_hidden(tag, attrs)):
             self.hidden += 1
             self.frames.append(_F_HIDDEN)
             return True
@@ -532,7 +619,8 @@ class _Walker:
             if anchor:
                 self._anchor(anchor)
             return True
-        self.flush()  # the run before this block ends here; an anchor on the block belongs to what follows
+        if self.pieces:
+            self.flush()  # the run before this block ends here; an anchor on the block belongs to what follows
         if tag == "table" and not _is_layout_table(node, attrs):
             self._table(node, anchor)
             return False
@@ -546,7 +634,8 @@ class _Walker:
         elif tag in _ITEMS:
             item_attrs: dict[str, Any] = {}
             if tag == "li":
-                item_attrs["ordered"] = node.parent is not None and node.parent.tag == "ol"
+                parent = node.parent
+                item_attrs["ordered"] = parent is not None and parent.tag == "ol"
             elif tag == "dt":
                 item_attrs["term"] = True
             else:
@@ -584,7 +673,8 @@ class _Walker:
         if kind == _F_HIDDEN:
             self.hidden -= 1
             return
-        self.flush()
+        if self.pieces:
+            self.flush()
         if kind == _F_HEADING:
             self.typed.pop()
         elif kind == _F_PRE:
@@ -601,33 +691,35 @@ class _Walker:
 
     # -- blocks ------------------------------------------------------------------------------------------------
 
-    def _reset_run(self) -> None:
-        self.pieces = []
-        self.first = -2
-        self.last = -1
-
     def flush(self) -> None:
         pieces = self.pieces
         if not pieces:
             return
         first, last = self.first, self.last
-        self._reset_run()
+        self.pieces = []
+        self.first = -2
+        self.last = -1
         if first == -2:  # nothing but whitespace
             return
         top = self.typed[-1] if self.typed else None
         if top is not None and top.kind == _F_PRE:
             text = "".join(pieces).lstrip("\n").rstrip()
+            count = _nonspace(text)
         else:
             text = "".join(pieces)
-            # collapse as CSS does; for ASCII text str.split() splits on exactly _WS's characters, and is faster
-            text = " ".join(text.split()) if text.isascii() else _WS.sub(" ", text)
-            if _BR in text:
-                text = "\n".join(line.strip(" ") for line in text.split(_BR))
-                text = text.strip("\n")
+            # Collapse as CSS does. Printable ASCII without two spaces in a row (most runs) has nothing to collapse
+            # but its edge spaces; other ASCII text goes through str.split(), which splits on exactly _WS's
+            # characters (and is faster than the regex); the rest through _WS.
+            if not (text.isascii() and text.isprintable() and "  " not in text):
+                text = " ".join(text.split()) if text.isascii() else _WS.sub(" ", text)
+                if _BR in text:
+                    text = "\n".join(line.strip(" ") for line in text.split(_BR))
+                    text = text.strip("\n")
             text = text.strip(" ")
+            # what is left of HTML's whitespace is single spaces and <br>'s newlines
+            count = len(text) - text.count(" ") - text.count("\n")
         if not text:
             return
-        count = _nonspace(text)
         self.total += count
         if self.cut:
             return
@@ -646,14 +738,17 @@ class _Walker:
         return self.lines.line_of(pos)
 
     def _locator(self, first: int, last: int) -> dict[str, Any]:
-        if first < 0 or last < 0 or last < first or self.lines is None:
-            return make_locator(line_start=0, line_end=0, char_start=-1, char_end=-1)
-        return make_locator(
-            line_start=self.lines.line_of(first),
-            line_end=self.lines.line_of(max(first, last - 1)),
-            char_start=first,
-            char_end=last,
-        )
+        """The block's locator, as ``make_locator`` gives it: built directly (a block's largest fixed cost was the
+        checks), as every pair holds by construction: 0 <= first <= last, and lines of offsets in that order."""
+        lines = self.lines
+        if first < 0 or last < 0 or last < first or lines is None:
+            return {"line_start": 0, "line_end": 0, "char_start": -1, "char_end": -1}
+        return {
+            "line_start": lines.line_of(first),
+            "line_end": lines.line_of(max(first, last - 1)),
+            "char_start": first,
+            "char_end": last,
+        }
 
     def _add(
         self,
@@ -704,7 +799,8 @@ class _Walker:
             )
             self.done = len(self.items)
             return
-        self._materialize(len(self.items), first)
+        if self.done < len(self.items):
+            self._materialize(len(self.items), first)
         if top is not None and top.kind == _F_HEADING:
             keys = [text, *ids]
             if self.items or self.quote:
@@ -726,7 +822,9 @@ class _Walker:
             attrs = {"language": top.language} if top.language else None
             self._add("code", text, locator, parent=self._container_parent(), attrs=attrs, keys=ids)
             return
-        self._add("paragraph", text, locator, parent=self._container_parent(), keys=ids)
+        # the innermost item with a block, else the section's heading (_container_parent, inlined for paragraphs)
+        parent = self.items[self.done - 1].block_id if self.done else self.sections.heading_id
+        self._add("paragraph", text, locator, parent=parent, keys=ids)
 
     # -- tables ------------------------------------------------------------------------------------------------
 
@@ -885,11 +983,13 @@ class _TableReader:
             if not self.rows:
                 self.rows.append(_Row(self.thead > 0, [], []))
             row = self.rows[-1]
+            colspan = attrs.get("colspan") if attrs else None
+            rowspan = attrs.get("rowspan") if attrs else None
             row.cells.append(
                 (
                     "",
-                    _span(attrs.get("colspan"), self.w.limits.html_max_colspan, zero=1),
-                    _span(attrs.get("rowspan"), self.w.limits.html_max_rowspan, zero=0),
+                    1 if colspan is None else _span(colspan, self.w.limits.html_max_colspan, zero=1),
+                    1 if rowspan is None else _span(rowspan, self.w.limits.html_max_rowspan, zero=0),
                 )
             )
             row.th.append(tag == "th")
@@ -913,11 +1013,11 @@ class _TableReader:
         if tag == "caption":
             self.in_caption -= 1
             if not self.in_caption:
-                self.caption = _WS.sub(" ", "".join(self.caption_parts)).strip()
+                self.caption = _collapse_cell("".join(self.caption_parts))
         elif tag == "thead":
             self.thead -= 1
         elif tag in ("td", "th") and self.cell is not None:
-            text = _WS.sub(" ", "".join(self.cell)).strip()
+            text = _collapse_cell("".join(self.cell))
             row = self.rows[-1]
             row.cells[-1] = (text, *row.cells[-1][1:])
             self.cell = None
@@ -949,6 +1049,24 @@ class _TableReader:
         ``limits.html_max_table_cells`` slots (those rowspans cover included); past either the table is cut and marked.
         """
         limits = self.w.limits
+        if _unspanned_rows(self.rows, limits):  # what _spanned_grid gives a table without spans, cut nowhere
+            grid = [[text for text, _, _ in row.cells] for row in self.rows]
+            width = max(map(len, grid), default=0)
+        else:
+            grid, width = self._spanned_grid(limits)
+        if width * len(grid) > limits.html_max_table_cells:  # short rows padded to the widest
+            self.truncated = True
+            grid = grid[: max(1, limits.html_max_table_cells // max(1, width))]
+        for out in grid:
+            if len(out) < width:
+                out.extend("" for _ in range(width - len(out)))
+        if grid:
+            first = self.rows[0]
+            self.header_first = first.head or (bool(first.th) and all(first.th))
+        return grid
+
+    def _spanned_grid(self, limits: Limits) -> tuple[list[list[str]], int]:
+        """The grid's rows, each as wide as its own slots, and the widest row's width."""
         grid: list[list[str]] = []
         covered: set[tuple[int, int]] = set()  # slots taken by rowspans from rows above
         width = 0
@@ -986,16 +1104,30 @@ class _TableReader:
                 break
             width = max(width, len(out))
             grid.append(out)
-        if width * len(grid) > limits.html_max_table_cells:  # short rows padded to the widest
-            self.truncated = True
-            grid = grid[: max(1, limits.html_max_table_cells // max(1, width))]
-        for out in grid:
-            if len(out) < width:
-                out.extend("" for _ in range(width - len(out)))
-        if grid:
-            first = self.rows[0]
-            self.header_first = first.head or (bool(first.th) and all(first.th))
-        return grid
+        return grid, width
+
+
+def _unspanned_rows(rows: list[_Row], limits: Limits) -> bool:
+    """Whether no cell of ``rows`` spans (colspan and rowspan 1) and the grid is within the limits as it is: then
+    the grid is the rows' texts."""
+    total = 0
+    for row in rows:
+        n = len(row.cells)
+        if n > limits.html_max_table_width:
+            return False
+        total += n
+        for _, colspan, rowspan in row.cells:
+            if colspan != 1 or rowspan != 1:
+                return False
+    return total <= limits.html_max_table_cells
+
+
+def _collapse_cell(text: str) -> str:
+    """A cell's or caption's text, whitespace collapsed and stripped (``_WS.sub(" ", text).strip()``; printable ASCII
+    without two spaces in a row has nothing to collapse)."""
+    if text.isascii() and text.isprintable() and "  " not in text:
+        return text.strip()
+    return _WS.sub(" ", text).strip()
 
 
 def _span(value: str | None, limit: int, *, zero: int) -> int:
@@ -1066,10 +1198,7 @@ def _run(tree: LexborHTMLParser, walker: _Walker) -> None:
         _traverse(head, lambda n: n.tag not in ("script", "style", "template"), lambda n: None, walker.on_text)
         walker.hidden -= 1
     body = tree.body
-    if body is not None:
-        _traverse(body, walker.on_enter, walker.on_leave, walker.on_text)
-    else:
-        _traverse(root, walker.on_enter, walker.on_leave, walker.on_text)
+    walker.walk(body if body is not None else root)
     walker.flush()
 
 
@@ -1132,10 +1261,36 @@ _FLAT_ELEMENTS: Final = frozenset(
 _NOT_NEWLINE: Final = re.compile(r"[^\r\n]")
 
 
+# _TAG_RE's matches (the same spans), as (end-tag slash, name, "/" when the tag ends with "/>"): findall's tuples,
+# with no match object per tag.
+_TAG_PARTS_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?:[^>]*(/)|[^>]*)>")
+
+
+def _deeper_than(text: str, max_depth: int) -> bool:
+    """Whether ``_flatten_deep_nesting``'s depth count goes past ``max_depth`` anywhere in ``text`` (when it does
+    not, nothing is blanked: the common case, answered without the positions)."""
+    depth = 0
+    counted: dict[str, bool] = {}  # tag name as written -> whether it counts (a page repeats a few names)
+    for end, name, closed in _TAG_PARTS_RE.findall(text):
+        counts = counted.get(name)
+        if counts is None:
+            counts = counted[name] = name.lower() not in _FLAT_ELEMENTS
+        if not counts:
+            continue
+        if end:
+            if depth:
+                depth -= 1
+        elif not closed:
+            depth += 1
+            if depth > max_depth:
+                return True
+    return False
+
+
 def _flatten_deep_nesting(text: str, max_depth: int) -> tuple[str, int]:
     """``text`` with tags nested past ``max_depth`` (``limits.html_max_nesting_depth``) blanked out, and how many
     were."""
-    if text.count("<") <= max_depth:
+    if text.count("<") <= max_depth or not _deeper_than(text, max_depth):
         return text, 0
     depth = 0
     cuts: list[tuple[int, int]] = []
