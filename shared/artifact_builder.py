@@ -63,6 +63,12 @@ def _check_int(name: str, value: object) -> None:
         raise ValueError(f"{name} {value} is outside signed 64 bits")
 
 
+def _check_depth(depth: int) -> None:
+    _check_int("depth", depth)
+    if depth < 0:
+        raise ValueError("depth must be 0 or more")
+
+
 def clean_value(value: Any, *, depth: int = 1, limit: int = MAX_NESTING) -> Any:
     """A free JSON value (attrs, options, a cell) made safe for the contract, or ValueError/TypeError.
 
@@ -373,7 +379,7 @@ class ArtifactBuilder:
         if parent is not None and parent not in self._ids:
             raise ValueError(f"parent {parent!r} is not an earlier block")
         if depth is not None and (depth.__class__ is not int or not 0 <= depth <= INT64_MAX):
-            _check_int("depth", depth)
+            _check_depth(depth)
             raise ValueError("depth must be 0 or more")
         block_attrs = clean_value(attrs) if attrs else {}
         block: dict[str, Any] = {"id": block_id, "type": type, "text": clean_str(text)}
@@ -394,20 +400,22 @@ class ArtifactBuilder:
             self.text_chars += _measured_extra(block)
         return block_id
 
-    def add_blocks(self, rows: Sequence[BlockRow]) -> None:
+    def add_blocks(self, rows: Sequence[BlockRow], *, depths: Sequence[int | None] | None = None) -> None:
         """Append many blocks in reading order, each the block ``add_block`` makes of it, at a fraction of the cost.
 
         A row is ``(id, type, text, parent, section_path, locator, keys, attrs)``, as ``add_block``'s arguments (the
-        id given, ``None`` for no parent or no attrs). Every guarantee of ``add_block`` holds: a known type, ids
+        id given, ``None`` for no parent or no attrs); ``depths``, if given, holds each row's ``depth`` (``None`` for
+        none), as long as ``rows``. Every guarantee of ``add_block`` holds: a known type, ids
         unique among all blocks, a parent that is an earlier block (one before this call or an earlier row), lone
         surrogates in the text replaced, the section path and keys cleaned, cut and marked (``attrs`` and
         ``coverage.lost``, in the order ``add_block`` would mark them), attrs made JSON-safe (``clean_value``), and
         ``text_chars`` counted. Nothing is appended when a row is refused (ValueError or TypeError).
 
         For speed (the keyed formats, toml: one block per key is most of their work), what needs no change is kept,
-        not copied: a ``keys`` list of one short ASCII key and an ``attrs`` dict of plain values (ASCII strings,
-        int64 integers, finite floats, bools, nulls, and lists of those) become the block's own, so the caller
-        must not change them afterwards; rows naming the same ``section_path`` object share one cleaned copy.
+        not copied: a ``keys`` list that is empty or of one short ASCII key and an ``attrs`` dict of plain values
+        (ASCII strings, int64 integers, finite floats, bools, nulls, and lists of those) become the block's own, so
+        the caller must not change them afterwards; rows naming the same ``section_path`` object share one cleaned
+        copy.
         """
         if not rows:
             return
@@ -419,7 +427,13 @@ class ArtifactBuilder:
         if not {r[1] for r in rows} <= BLOCK_TYPES:
             bad = next(r[1] for r in rows if r[1] not in BLOCK_TYPES)
             raise ValueError(f"block type {bad!r} is not one of the contract's seven")
-        blocks = self._blocks_each(rows)
+        if depths is not None:
+            if len(depths) != len(rows):
+                raise ValueError(f"{len(rows)} rows but {len(depths)} depths")
+            for depth in depths:
+                if depth is not None:
+                    _check_depth(depth)
+        blocks = self._blocks_each(rows, depths)
         known = self._ids
         known.update(new_ids)
         self.blocks.extend(blocks)
@@ -427,7 +441,7 @@ class ArtifactBuilder:
         if self.measure_blocks:
             self.text_chars += sum(map(_measured_extra, blocks))
 
-    def _blocks_each(self, rows: Sequence[BlockRow]) -> list[dict[str, Any]]:
+    def _blocks_each(self, rows: Sequence[BlockRow], depths: Sequence[int | None] | None) -> list[dict[str, Any]]:
         """``add_blocks``' rows one by one, each checked, cleaned, cut and marked as ``add_block`` does."""
         known = self._ids
         earlier: set[str] = set()
@@ -441,7 +455,8 @@ class ArtifactBuilder:
         lost: list[str] = []
         blocks: list[dict[str, Any]] = []
         append = blocks.append
-        for block_id, type_, text, parent, path, locator, keys, attrs in rows:
+        depth_at = depths.__getitem__ if depths is not None else None
+        for n, (block_id, type_, text, parent, path, locator, keys, attrs) in enumerate(rows):
             if parent is not last_parent:
                 if parent is not None and parent not in earlier and parent not in known:
                     raise ValueError(f"parent {parent!r} is not an earlier block")
@@ -451,12 +466,11 @@ class ArtifactBuilder:
             if path is not last_path:
                 section, path_cut = cut_section_path(path)
                 last_path = path
-            if (
-                keys.__class__ is list
-                and len(keys) == 1
-                and (key := keys[0]).__class__ is str
-                and len(key) <= MAX_KEY_CHARS
-                and key.isascii()
+            if keys.__class__ is list and (
+                not keys
+                or (
+                    len(keys) == 1 and (key := keys[0]).__class__ is str and len(key) <= MAX_KEY_CHARS and key.isascii()
+                )
             ):
                 keys_cut = False
             else:
@@ -499,6 +513,8 @@ class ArtifactBuilder:
             block: dict[str, Any] = {"id": block_id, "type": type_, "text": text}
             if parent is not None:
                 block["parent"] = parent
+            if depth_at is not None and (depth := depth_at(n)) is not None:
+                block["depth"] = depth
             block["section_path"] = section
             block["locator"] = locator if locator is not None else {}
             block["keys"] = keys

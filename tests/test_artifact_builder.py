@@ -825,6 +825,34 @@ def test_add_blocks_is_add_block_per_row(measure: bool) -> None:
             assert bulk.text_chars == ref.text_chars
 
 
+def test_add_blocks_depths_are_add_blocks_depth() -> None:
+    """``depths`` puts each row's depth where add_block puts it (after the parent), None for none; an empty keys list
+    is kept as the block's."""
+    ref = builder()
+    bulk = builder()
+    ref.add_block("heading", "H", depth=1, keys=["H", "h"])
+    ref.add_block("list", "item", parent="b0", depth=0, attrs={"ordered": False})
+    ref.add_block("paragraph", "p", parent="b0")
+    bulk.add_blocks(
+        [
+            ("b0", "heading", "H", None, [], None, ["H", "h"], None),
+            ("b1", "list", "item", "b0", [], None, [], {"ordered": False}),
+            ("b2", "paragraph", "p", "b0", [], None, [], None),
+        ],
+        depths=[1, 0, None],
+    )
+    assert serialize(bulk.build()) == serialize(ref.build())
+    assert list(bulk.blocks[1]) == ["id", "type", "text", "parent", "depth", "section_path", "locator", "keys", "attrs"]
+
+
+@pytest.mark.parametrize("depths", [[-1], [True], [1.0], [2**64], [0, 0]])
+def test_add_blocks_refuses_bad_depths_and_appends_nothing(depths: list[Any]) -> None:
+    b = builder()
+    with pytest.raises((ValueError, TypeError)):
+        b.add_blocks([("b0", "heading", "H", None, (), None, (), None)], depths=depths)
+    assert b.blocks == []
+
+
 @pytest.mark.parametrize(
     ("rows", "error"),
     [

@@ -241,6 +241,14 @@ def test_slugs() -> None:
     assert [s.slug("A"), s.slug("A"), s.slug("A-1"), s.slug("A")] == ["a", "a-1", "a-1-1", "a-2"]
 
 
+def test_ascii_slugs_are_the_per_character_rule() -> None:
+    """ASCII headings take a translate table: each character is what the per-character rule (the path non-ASCII
+    text takes) makes of it."""
+    for code in range(128):
+        ch = chr(code)
+        assert github_slug(f"a{ch}B") == github_slug(f"a{ch}Bé")[:-1], repr(ch)
+
+
 def test_heading_inside_a_list_is_not_a_section() -> None:
     a = run("# Top\n\n- ## In item\n\nafter\n")
     item_heading = next(b for b in a["blocks"] if b["text"] == "In item")
@@ -303,6 +311,51 @@ def test_output_budget_cuts_in_reading_order() -> None:
     first_failed = int(re.match(r"lines? (\d+)", cut["unit"]).group(1))
     assert first_failed > last_line
     assert cov["extracted"] == sum(1 for line in src.split("\n")[: first_failed - 1] if line.strip())
+
+
+def test_output_budget_cuts_where_each_block_is_measured() -> None:
+    """The walk bounds blocks and measures them in batches; the cut falls on the first block that OutputBudget.take,
+    measuring each block in turn, refuses (off-by-one errors in the batch arithmetic move it)."""
+    rnd = random.Random(5)
+    parts = []
+    for i in range(120):
+        parts.append(f"{'#' * rnd.randint(1, 3)} Part {i} \u00e9\\x\n\n")
+        snowmen = "\t\u2603 " * rnd.randint(0, 9)
+        parts.append(f'- item {snowmen}\n  - nested "{i}"\n\n> quoted {"w " * rnd.randint(0, 40)}\n\n')
+    src = "".join(parts)
+    full = run(src)["blocks"]
+    request = ExtractRequest("markdown")
+    for max_bytes in range(9_000, 60_000, 997):
+        budget = markdown_format.output_budget(
+            dataclasses.replace(request, max_output_bytes=max_bytes), markdown_format.BudgetKind.TEXT
+        )
+        budget.charge(256)
+        kept = 0
+        for block in full:
+            if not budget.take(block["text"], block["section_path"], block["keys"], block.get("attrs")):
+                break
+            kept += 1
+        assert 0 < kept < len(full)
+        assert run(src, max_output_bytes=max_bytes)["blocks"] == full[:kept], max_bytes
+
+
+def test_nonblank_line_count_is_the_line_rule() -> None:
+    """Lines holding more than spaces and tabs, a line ending at \\n, \\r\\n or \\r, counted in chunks (made small
+    here so that chunk edges fall everywhere)."""
+    rnd = random.Random(11)
+    pieces = ["a", " ", "\t", "\n", "\r", "\r\n", "é", "\ud800", "\u3000", "\x0c"]
+    for chunk in (1, 3, 1 << 20):
+        for _ in range(300):
+            text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 40)))
+            start = rnd.randint(0, len(text))
+            end = rnd.randint(start, len(text))
+            expected = sum(1 for line in re.split(r"\r\n|\r|\n", text[start:end]) if line.strip(" \t"))
+            old = markdown_format._NONBLANK_CHUNK
+            markdown_format._NONBLANK_CHUNK = chunk  # type: ignore[misc]
+            try:
+                assert markdown_format._count_nonblank(text, start, end) == expected, (text, start, end)
+            finally:
+                markdown_format._NONBLANK_CHUNK = old  # type: ignore[misc]
 
 
 def test_encoding_error_and_option() -> None:

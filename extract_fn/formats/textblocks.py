@@ -129,8 +129,17 @@ class SectionTracker:
         return self._stack[-1][2] if self._stack else None
 
 
+# github_slug of ASCII text: letters and digits (lower-cased before), ``-`` and ``_`` kept, a space -> ``-``, every
+# other ASCII character (punctuation, symbols, controls: none of category L, M, N or Pc but ``_``) dropped.
+_ASCII_SLUG: Final = str.maketrans(
+    {" ": "-"} | {chr(c): None for c in range(128) if not (chr(c).isalnum() or chr(c) in "-_ ")}
+)
+
+
 def github_slug(text: str) -> str:
     """The anchor GitHub gives a heading: lower case, punctuation and symbols dropped, spaces -> ``-``."""
+    if text.isascii():
+        return text.lower().translate(_ASCII_SLUG)
     out: list[str] = []
     for ch in text.lower():
         if ch == " ":
