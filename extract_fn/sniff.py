@@ -33,7 +33,6 @@ import io
 import re
 import struct
 import unicodedata
-import zipfile
 from typing import Final
 
 from extract_fn.text_decoding import sniff_bom
@@ -290,6 +289,8 @@ _MAIN_TYPES: Final = (
 
 
 def _kind_from_content_types(data: bytes) -> str | None:
+    import zipfile  # here: only a zip needs it, and a text format's cold start need not load it (nor pathlib)
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             info = next((i for i in zf.infolist() if i.filename.lower() == "[content_types].xml"), None)

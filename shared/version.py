@@ -9,7 +9,6 @@ the source. Neither found raises ``RuntimeError``: a version that might be wrong
 from __future__ import annotations
 
 import functools
-import tomllib
 from pathlib import Path
 from typing import Final
 
@@ -20,6 +19,8 @@ PYPROJECT: Final = Path(__file__).resolve().parent.parent / "pyproject.toml"
 @functools.cache
 def package_version() -> str:
     """The version of this code: its own pyproject.toml's, else the installed distribution's metadata."""
+    import tomllib  # only here: a cold start that never reports the version (the CLI's extract) skips it
+
     if PYPROJECT.is_file():
         with PYPROJECT.open("rb") as f:
             project = tomllib.load(f).get("project", {})
