@@ -242,7 +242,8 @@ def _kinds_from_names(names: list[bytes]) -> set[str]:
     """The OOXML kinds the parts' top folders name. A package has a thousand parts in a few folders: each distinct
     top is decoded (UTF-8, bad bytes replaced) and lowercased once. The separators are ASCII, which no UTF-8
     sequence holds (and a replaced bad sequence never swallows), so cutting the bytes first is cutting the text."""
-    tops = {name.lstrip(b"/\\").split(b"/", 1)[0].split(b"\\", 1)[0] for name in names}
+    # bytes(): the body may be a bytearray (the service's buffer) or a map, whose slices are not hashable
+    tops = {bytes(name.lstrip(b"/\\").split(b"/", 1)[0].split(b"\\", 1)[0]) for name in names}
     return {kind for top in tops if (kind := _TOP_KINDS.get(_name(top).lower())) is not None}
 
 
