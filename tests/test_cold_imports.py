@@ -3,8 +3,8 @@
 ``python -X importtime`` logs every module a process imports, and the CLI's forked child inherits the flag, so one
 run lists what the parent and the child loaded. The modules refused here are the service's (asyncio with ssl and
 socket, the thread pool, subprocess, the HTTP stack, pydantic, tracing) or another path's (Pillow and the OCR
-engine for a docx without pictures; zipfile, and shutil for argparse's terminal width, for a text file; tomllib for
-a version the CLI never prints): the CLI loaded each before, and each cost a cold start milliseconds
+engine for a docx without pictures; zipfile, pathlib, and shutil for argparse's terminal width, for a text file;
+tomllib for a version the CLI never prints): the CLI loaded each before, and each cost a cold start milliseconds
 (docs/architecture.md, "The cold start imports what it uses").
 """
 
@@ -67,7 +67,7 @@ def _imported(path: Path, fmt: str) -> set[str]:
 @pytest.mark.parametrize(
     ("path", "fmt", "also_refused"),
     [
-        (CORPUS / "text" / "chardet-utf8.txt", "text", {"zipfile", "shutil", "PIL", "extract_fn.ocr.blocks"}),
+        (CORPUS / "text" / "chardet-utf8.txt", "text", {"zipfile", "shutil", "pathlib", "PIL"}),
         (CORPUS / "markdown" / "docling-duck.md", "markdown", {"zipfile", "shutil", "PIL"}),
         (CORPUS / "docx" / "mammoth-utf8-bom.docx", "docx", {"PIL", "extract_fn.ocr.blocks", "extract_fn.ocr.engine"}),
     ],
