@@ -17,7 +17,6 @@ worker. The memory is bounded by ``max_entries`` (the oldest go first) and each 
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -38,6 +37,8 @@ class Remembered:
 
 
 def _digest(scope: tuple[object, ...], data: bytes | memoryview) -> bytes:
+    import hashlib  # here, not at the top: the CLI builds a pool's memory it never asks (hashlib loads OpenSSL)
+
     h = hashlib.sha256(repr(scope).encode("utf-8", "backslashreplace"))
     h.update(data)
     return h.digest()

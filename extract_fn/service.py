@@ -17,12 +17,11 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from extract_fn.buffering import Body
 from extract_fn.formats import MODULES, available_formats
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.settings import EXTRACTOR_NAME, EXTRACTOR_VERSION, Settings
+from extract_fn.settings import EXTRACTOR_NAME, Settings
 from extract_fn.sniff import check_format
 from extract_fn.text_decoding import known_codec
 from extract_fn.workers import Admission, PoolUnavailable, SpooledReply, WorkerPool
@@ -35,6 +34,10 @@ from shared.contract import (
     ErrorCode,
     ExtractionError,
 )
+from shared.version import package_version
+
+if TYPE_CHECKING:  # the CLI never buffers a body: buffering (ctypes, mmap, tempfile) is the app's import
+    from extract_fn.buffering import Body
 
 log = logging.getLogger("extract_fn")
 
@@ -154,7 +157,7 @@ class ExtractorService:
         s = self.settings
         return {
             "contract_version": CONTRACT_VERSION,
-            "extractor": {"name": EXTRACTOR_NAME, "version": EXTRACTOR_VERSION},
+            "extractor": {"name": EXTRACTOR_NAME, "version": package_version()},
             "max_bytes": s.max_bytes,
             "formats": [{"format": fmt, "options": list(FORMAT_OPTIONS[fmt])} for fmt in formats],
             "limits": {

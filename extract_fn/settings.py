@@ -39,7 +39,15 @@ from shared.settings_spec import SettingsError as SettingsError  # noqa: PLC0414
 from shared.version import package_version
 
 EXTRACTOR_NAME: Final = "loom-reference"
-EXTRACTOR_VERSION: Final = package_version()  # pyproject.toml's version (shared.version)
+
+
+def __getattr__(name: str) -> str:
+    """``EXTRACTOR_VERSION``: pyproject.toml's version (``shared.version``), read when first asked for, not at
+    import (the CLI's ``extract`` never reports it, and reading it costs a cold start tomllib and a file)."""
+    if name == "EXTRACTOR_VERSION":
+        return package_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 ENV_TOKENS: Final = "EXTRACTOR_TOKENS"
 ENV_MAX_BYTES: Final = "EXTRACTOR_MAX_BYTES"

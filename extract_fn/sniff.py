@@ -33,7 +33,6 @@ import io
 import re
 import struct
 import unicodedata
-import zipfile
 from typing import Final
 
 from extract_fn.text_decoding import sniff_bom
@@ -236,44 +235,49 @@ def _ooxml_kind(data: bytes) -> str | None:
     return None
 
 
-def _kinds_from_names(names: list[str]) -> set[str]:
-    kinds: set[str] = set()
-    for name in names:
-        top = re.split(r"[/\\]", name.lstrip("/\\"), maxsplit=1)[0].lower()
-        if top == "word":
-            kinds.add("docx")
-        elif top == "ppt":
-            kinds.add("pptx")
-        elif top == "xl":
-            kinds.add("xlsx")
-    return kinds
+_TOP_KINDS: Final = {"word": "docx", "ppt": "pptx", "xl": "xlsx"}
 
 
-def _central_names(data: bytes) -> list[str]:
+def _kinds_from_names(names: list[bytes]) -> set[str]:
+    """The OOXML kinds the parts' top folders name. A package has a thousand parts in a few folders: each distinct
+    top is decoded (UTF-8, bad bytes replaced) and lowercased once. The separators are ASCII, which no UTF-8
+    sequence holds (and a replaced bad sequence never swallows), so cutting the bytes first is cutting the text."""
+    # bytes(): the body may be a bytearray (the service's buffer) or a map, whose slices are not hashable
+    tops = {bytes(name.lstrip(b"/\\").split(b"/", 1)[0].split(b"\\", 1)[0]) for name in names}
+    return {kind for top in tops if (kind := _TOP_KINDS.get(_name(top).lower())) is not None}
+
+
+_CENTRAL_HEAD: Final = struct.Struct("<4s24xHHH")  # a central-directory entry's signature; name, extra, comment sizes
+
+
+def _central_names(data: bytes) -> list[bytes]:
     end = data.rfind(_ZIP_END, max(0, len(data) - 65_557))
     if end < 0 or end + 22 > len(data):
         return []
     count, cd_size, cd_offset = struct.unpack_from("<HII", data, end + 10)
     if cd_offset + cd_size > end:  # zip64, or a prefixed/damaged archive: the local headers will do
         return []
-    names: list[str] = []
+    names: list[bytes] = []
     pos = cd_offset
+    head = _CENTRAL_HEAD.unpack_from
     for _ in range(min(count, MAX_ZIP_NAMES)):
-        if data[pos : pos + 4] != _ZIP_CENTRAL or pos + 46 > end:
+        if pos + 46 > end:
             break
-        n, m, k = struct.unpack_from("<HHH", data, pos + 28)
-        names.append(_name(data[pos + 46 : pos + 46 + n]))
+        signature, n, m, k = head(data, pos)
+        if signature != _ZIP_CENTRAL:
+            break
+        names.append(data[pos + 46 : pos + 46 + n])
         pos += 46 + n + m + k
     return names
 
 
-def _local_names(data: bytes) -> list[str]:
-    names: list[str] = []
+def _local_names(data: bytes) -> list[bytes]:
+    names: list[bytes] = []
     pos = data.find(_ZIP_LOCAL, 0, LOCAL_SCAN_BYTES)
     while pos >= 0 and len(names) < MAX_ZIP_NAMES:
         if pos + 30 <= len(data):
             n = struct.unpack_from("<H", data, pos + 26)[0]
-            names.append(_name(data[pos + 30 : pos + 30 + n]))
+            names.append(data[pos + 30 : pos + 30 + n])
         pos = data.find(_ZIP_LOCAL, pos + 4, LOCAL_SCAN_BYTES)
     return names
 
@@ -290,6 +294,8 @@ _MAIN_TYPES: Final = (
 
 
 def _kind_from_content_types(data: bytes) -> str | None:
+    import zipfile  # here: only a zip needs it, and a text format's cold start need not load it (nor pathlib)
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             info = next((i for i in zf.infolist() if i.filename.lower() == "[content_types].xml"), None)

@@ -35,7 +35,6 @@ the service's memory.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import itertools
@@ -44,14 +43,12 @@ import os
 import select
 import signal
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Final
 
@@ -59,7 +56,14 @@ from extract_fn.crash_memory import CrashMemory
 from extract_fn.fair_share import FairShare
 
 if TYPE_CHECKING:
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
     from extract_fn.formats.base import ExtractRequest
+
+# Imported where they are used, not here: the CLI (``run_forked``, the child's ``_handle``) imports this module and
+# needs none of asyncio (with socket and ssl, the largest import of a cold start), subprocess, tempfile or the
+# thread pool; the service imports them when it starts its pool or awaits a run.
 
 log = logging.getLogger("extract_fn.workers")
 
@@ -150,6 +154,8 @@ class _Worker:
             if f is not None:
                 with contextlib.suppress(OSError):
                     f.close()
+        import subprocess  # loaded already: the child was started with it
+
         try:
             return proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
@@ -263,6 +269,8 @@ class SpooledReply:
 
 
 def _read_to_file(fd: int, n: int, deadline: float) -> SpooledReply:
+    import tempfile
+
     out = tempfile.TemporaryFile(prefix="extract-reply-")  # noqa: SIM115  (handed to the SpooledReply)
     try:
         buf = bytearray(min(n, _CHUNK))
@@ -436,6 +444,8 @@ class WorkerPool:
                 raise PoolUnavailable("the worker pool is closed")
             if self._started:
                 return
+            from concurrent.futures import ThreadPoolExecutor
+
             self._runner = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="extract-slot")
             self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="extract-spawner")
             self._started = True
@@ -518,6 +528,8 @@ class WorkerPool:
             raise PoolUnavailable("the worker pool is closed") from exc
 
     def _spawn_here(self, w: _Worker) -> None:
+        import subprocess
+
         args = [self.python, "-m", "extract_fn.workers", str(os.getpid()), str(self.memory_limit_bytes or 0)]
         try:
             proc = subprocess.Popen(
@@ -566,6 +578,8 @@ class WorkerPool:
         ``caller``). ``timeout_s`` (default: the pool's) counts from now: waiting for a worker spends it.
         The bytes come as a ``SpooledReply`` when the pool spools replies and the artifact is over that size.
         """
+        import asyncio
+
         job = self._submit(extractor, data, request, timeout_s=timeout_s, admission=admission, caller=caller)
         fut = asyncio.wrap_future(job.future)
         try:

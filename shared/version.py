@@ -9,19 +9,21 @@ the source. Neither found raises ``RuntimeError``: a version that might be wrong
 from __future__ import annotations
 
 import functools
-import tomllib
-from pathlib import Path
+import os
 from typing import Final
 
 DISTRIBUTION: Final = "docextract"
-PYPROJECT: Final = Path(__file__).resolve().parent.parent / "pyproject.toml"
+# A path as text (os.path, not pathlib: a text file's cold start loads pathlib for nothing else); a Path works too.
+PYPROJECT: Final = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "pyproject.toml")
 
 
 @functools.cache
 def package_version() -> str:
     """The version of this code: its own pyproject.toml's, else the installed distribution's metadata."""
-    if PYPROJECT.is_file():
-        with PYPROJECT.open("rb") as f:
+    import tomllib  # only here: a cold start that never reports the version (the CLI's extract) skips it
+
+    if os.path.isfile(PYPROJECT):
+        with open(PYPROJECT, "rb") as f:
             project = tomllib.load(f).get("project", {})
         if project.get("name") == DISTRIBUTION and isinstance(project.get("version"), str):
             return str(project["version"])

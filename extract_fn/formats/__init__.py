@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -20,10 +21,10 @@ def available_formats() -> list[str]:
     out = []
     for fmt in FORMATS:
         try:
-            importlib.util.find_spec(MODULES[fmt])  # type: ignore[attr-defined]
+            importlib.util.find_spec(MODULES[fmt])
         except ModuleNotFoundError:
             continue
-        if importlib.util.find_spec(MODULES[fmt]) is not None:  # type: ignore[attr-defined]
+        if importlib.util.find_spec(MODULES[fmt]) is not None:
             out.append(fmt)
     return out
 

@@ -14,12 +14,14 @@ import io
 import warnings
 import zipfile
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extract_fn.formats.zipsafe import read_member
 from extract_fn.limits import Limits
-from extract_fn.ocr import blocks
 from extract_fn.ocr.config import Allowance, enabled
+
+if TYPE_CHECKING:  # loaded with the first picture read: Pillow and the OCR engine cost a file without one ~15 ms
+    from extract_fn.ocr import blocks
 
 _BLIP = "blip"
 _EMBED_ATTRS = (
@@ -110,6 +112,8 @@ class PictureReader:
         if self.allowance is None:
             self.allowance = Allowance.for_file()
         dpi = image.info.get("dpi", (300, 300))[0]
+        from extract_fn.ocr import blocks
+
         outcome = blocks.read(
             image, self.allowance, dpi=int(dpi) if isinstance(dpi, (int, float)) and dpi >= 70 else 300
         )

@@ -9,10 +9,11 @@ a column ``column_ok`` does not pass is looked at cell by cell.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Final
 
@@ -43,14 +44,24 @@ class ColumnRule:
     text: str | None  # the pattern a text value must match (None: any text, when str is among the kinds)
     says: str  # what a value that does not fit is told the column holds
     distinct: bool = False  # a column that repeats its texts (a day per row): each distinct text is matched once
-    one: re.Pattern[str] = field(init=False, repr=False)
-    lines: re.Pattern[str] = field(init=False, repr=False)  # texts joined by line breaks, each matching (_all_match)
 
-    def __post_init__(self) -> None:
+    # The patterns are compiled when first matched, not at import: 16 regexes were a fifth of the validator's import,
+    # which every extraction's cold start pays, and most artifacts have no table.
+    @property
+    def one(self) -> re.Pattern[str]:
+        return _compiled(self.text or ".*")
+
+    @property
+    def lines(self) -> re.Pattern[str]:
+        """Texts joined by line breaks, each matching (``_all_match``): one possessive regex run over a column's
+        texts (the engine keeps no state per text, ~3x faster than a call per text)."""
         text = self.text or ".*"
-        object.__setattr__(self, "one", re.compile(text))
-        # one possessive regex run over a column's texts: the engine keeps no state per text, ~3x a call per text
-        object.__setattr__(self, "lines", re.compile(f"(?:{text}\n)*+{text}"))
+        return _compiled(f"(?:{text}\n)*+{text}")
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 COLUMN_RULES: Final[dict[str, ColumnRule]] = {

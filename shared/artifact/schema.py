@@ -6,6 +6,7 @@ free object's depth and its integers' range) ``fast`` checks on the decoded data
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Final, Literal, NotRequired, TypedDict, Union
 
 import msgspec
@@ -50,8 +51,10 @@ def type_of(f: Field) -> Any:
     return item if f.kind is Kind.OBJECT else _meta(list[item], max_length=f.max_items)  # type: ignore[valid-type]
 
 
+@functools.cache
 def typed_dict(shape: Shape) -> Any:
-    """The TypedDict of a shape: its optional fields NotRequired, so a field left out stays out."""
+    """The TypedDict of a shape: its optional fields NotRequired, so a field left out stays out. Made once per
+    shape: ``built`` converts objects into the very types ``DECODER`` decodes with, so msgspec prepares each once."""
     fields = {f.name: NotRequired[type_of(f)] if f.optional else type_of(f) for f in shape.fields}
     return TypedDict(f"_{shape.model}", fields)  # type: ignore[operator]
 
