@@ -444,6 +444,64 @@ def run(service: Service, clients: int, requests: int, hostile: list[tuple[str, 
 PHASES = ("alone", "first pass", "sustained", "alone again")
 
 
+def hostile_loop_cost(service: Service, hostile: list[tuple[str, str, bytes]]) -> dict[str, float]:
+    """CPU-seconds (workers, service, this process) and wall seconds of one loop of each hostile client through the
+    hostile files on a service that already knows them, without normal clients: the hostile work a pass holds
+    (a hostile client loops once a pass: its slowloris and dribble then hold it until the pass ends)."""
+    cpu_before, own_before, started = service.cpu_s(), time.process_time(), time.perf_counter()
+
+    def loop(token: str) -> None:
+        with httpx.Client(base_url=service.base, timeout=300, headers={"Authorization": f"Bearer {token}"}) as http:
+            for _name, fmt, data in hostile:
+                _post(http, fmt, data)
+
+    threads = [threading.Thread(target=loop, args=(t,)) for t in HOSTILE_TOKENS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cpu_after = service.cpu_s()
+    return {
+        "workers": cpu_after[1] - cpu_before[1],
+        "service": cpu_after[0] - cpu_before[0],
+        "clients": time.process_time() - own_before,
+        "wall": time.perf_counter() - started,
+    }
+
+
+def byte_cost(workers: int | None, timeout_s: float, root: Path, runs: int = 5) -> None:
+    """The service process's own CPU per byte carried (``--byte-cost``): text files of 1-8 MB (uploaded, sent to a
+    worker, their artifact of about the same size spooled back and streamed to the client) against small ones."""
+    service = Service(workers, timeout_s, root)
+    try:
+        with httpx.Client(base_url=service.base, timeout=300, headers={"Authorization": f"Bearer {NORMAL_TOKEN}"}) as h:
+
+            def per_request(data: bytes) -> tuple[float, int]:
+                r = h.post("/v1/extract", params={"format": "text"}, content=data)
+                assert r.status_code == 200, r.text[:200]
+                out = len(r.content)
+                before = service.cpu_s()[0]
+                for _ in range(runs):
+                    h.post("/v1/extract", params={"format": "text"}, content=data)
+                return (service.cpu_s()[0] - before) / runs, out
+
+            small, small_out = per_request(b"a small file\n" * 40)
+            print(f"small text: {small * 1000:.2f} ms of service CPU a request ({small_out} bytes out)")
+            for mb in (1, 2, 4, 8):
+                data = b"".join(
+                    b"line %d of a text file that is a few megabytes long\n" % i for i in range(mb * 18_000)
+                )
+                cost, out = per_request(data)
+                carried = len(data) + out
+                per_mb = (cost - small) / (carried / (1024 * 1024))
+                print(
+                    f"{len(data) / 1e6:4.1f} MB in, {out / 1e6:4.1f} MB out: {cost * 1000:6.1f} ms of service CPU a "
+                    f"request, {per_mb * 1000:.2f} ms per MB carried (in + out) over a small request"
+                )
+    finally:
+        service.close()
+
+
 def measure(args: argparse.Namespace, clients: int, hostile: list[tuple[str, str, bytes]]) -> dict[str, Any]:
     """One fresh service: a normal warm-up (not counted), then alone, first pass, sustained, alone again.
 
@@ -462,6 +520,7 @@ def measure(args: argparse.Namespace, clients: int, hostile: list[tuple[str, str
             "sustained": run(service, clients, args.requests, hostile, shared),
             "alone again": run(service, clients, args.requests, None, False),
         }
+        out["hostile loop"] = hostile_loop_cost(service, hostile)
     finally:
         service.close()
     base = (out["alone"]["rps"] + out["alone again"]["rps"]) / 2
@@ -485,6 +544,11 @@ def _print_run(clients: int, results: dict[str, Any]) -> None:
             f"    CPU-seconds: workers {workers_s:.2f}, service {service_s:.2f}, benchmark clients {clients_s:.2f} "
             f"(the machine had {cores * r['elapsed']:.1f} on {cores} cores)"
         )
+    h = results["hostile loop"]
+    print(
+        f"    one loop of each hostile client, alone (the inputs known): CPU-seconds workers {h['workers']:.2f}, "
+        f"service {h['service']:.2f}, benchmark clients {h['clients']:.2f}, {h['wall']:.1f} s"
+    )
     for phase in ("first pass", "sustained"):
         costs = ", ".join(f"{k} {v:.2f}" for k, v in sorted(results[phase]["hostile_latency"].items()))
         print(f"    hostile answer times (s, median), {phase}: {costs}")
@@ -505,7 +569,11 @@ def main() -> None:
     parser.add_argument("--hostile-token", choices=["own", "shared"], default="own")
     parser.add_argument("--repeat", type=int, default=1, help="fresh services per number of clients")
     parser.add_argument("--app-root", type=Path, default=ROOT, help="the checkout whose service runs (A/B runs)")
+    parser.add_argument("--byte-cost", action="store_true", help="measure the service's CPU per byte carried, only")
     args = parser.parse_args()
+    if args.byte_cost:
+        byte_cost(args.workers, args.timeout_s, args.app_root)
+        return
     print("generating hostile inputs...", flush=True)
     hostile = hostile_files()
     for name, fmt, data in hostile:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from extract_fn.buffering import Body
-from extract_fn.formats import MODULES, available_formats
+from extract_fn.formats import MODULES, available_formats, warm_imports
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.settings import EXTRACTOR_NAME, EXTRACTOR_VERSION, Settings
 from extract_fn.sniff import check_format
@@ -135,6 +135,7 @@ class ExtractorService:
             caller_max_requests=settings.caller_max_requests or None,
             caller_workers=settings.caller_workers or None,
             spool_reply_bytes=settings.spool_bytes,
+            preload=warm_imports(self.extractors),
         )
 
     def start(self) -> None:
