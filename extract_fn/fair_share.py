@@ -10,6 +10,12 @@ caller whose requests take 0.01 s. Here (start-time fair queueing, with a reques
   the one with 0.01 s requests gets about twenty starts for each 0.2 s request of the other.
 - Work-conserving: the choice is only among callers that have a request waiting, so a lone caller gets every
   worker, and idleness is never refused a worker.
+- Weighted by what a request costs the whole service, not only its worker: ``finished`` takes the service-side
+  cost of the request next to its worker time (the pool charges the bytes it carried: the upload read from the
+  socket and sent to the worker, the artifact read back and streamed to the client, at a measured CPU cost per
+  byte), and ``bill`` charges a cost that used no worker at all (an answer from the crash memory, whose upload was
+  read and hashed all the same). A caller looping valid files with megabyte artifacts is thus served by what they
+  cost the machine: it waits its turn by that while others wait, and is never made to wait while nobody else does.
 - No credit for being idle: a caller that starts waiting again (nothing of it queued or running) is lifted to the
   *virtual time*, the lowest charge among the callers with work in the pool (never going back), so a newcomer or a
   caller back from a pause shares from now on instead of taking the workers until it catches up. A caller that sends
@@ -134,11 +140,12 @@ class FairShare(Generic[T]):
         if c is not None:
             self._forget_if_idle(caller, c)
 
-    def finished(self, caller: Hashable, started_at: float) -> float:
-        """``caller``'s item that started at ``started_at`` left its worker: charge its worker time (returned)."""
+    def finished(self, caller: Hashable, started_at: float, service_s: float = 0.0) -> float:
+        """``caller``'s item that started at ``started_at`` left its worker: charge its worker time plus
+        ``service_s``, what it costs the service besides its worker (the charge added, returned)."""
         now = self._clock()
         c = self._callers[caller]
-        used = max(0.0, now - started_at)
+        used = max(0.0, now - started_at) + max(0.0, service_s)
         c.running -= 1
         c.started_sum -= started_at
         c.charge += used
@@ -146,6 +153,22 @@ class FairShare(Generic[T]):
             c.started_sum = 0.0  # no float drift across many requests
         self._forget_if_idle(caller, c)
         return used
+
+    def bill(self, caller: Hashable, service_s: float) -> None:
+        """Charge ``caller`` ``service_s`` for work that took no worker (an answer without a queue entry). A caller
+        with nothing in the pool is first lifted to the virtual time, as ``push`` does, so the bill is a debt
+        (kept while its charge is above the virtual time), never a credit."""
+        if service_s <= 0:
+            return
+        c = self._callers.get(caller)
+        if c is None or not c.active():
+            virtual = self._virtual_time(self._clock())
+            if c is None:
+                c = self._callers[caller] = _Caller(virtual, next(self._serial))
+            else:
+                c.charge = max(c.charge, virtual)
+        c.charge += service_s
+        self._forget_if_idle(caller, c)
 
     def clear(self) -> list[T]:
         """Every waiting item, taken out (the pool is closing)."""

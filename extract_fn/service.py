@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from extract_fn.formats import MODULES, available_formats
+from extract_fn.formats import MODULES, available_formats, warm_imports
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.settings import EXTRACTOR_NAME, Settings
 from extract_fn.sniff import check_format
@@ -138,6 +138,7 @@ class ExtractorService:
             caller_max_requests=settings.caller_max_requests or None,
             caller_workers=settings.caller_workers or None,
             spool_reply_bytes=settings.spool_bytes,
+            preload=warm_imports(self.extractors),
         )
 
     def start(self) -> None:

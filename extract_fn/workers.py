@@ -15,8 +15,12 @@ A hostile file costs one worker, never the service (Apache Tika's forked child w
   is also replaced after ``max_tasks`` extractions, so a slow leak in a parser cannot grow without bound.
 - A child that dies before it says it is ready is a broken deployment, not a hostile file: ``PoolUnavailable``
   (the service answers 503, so the server tries the file again later).
-- Children start light (stdlib, orjson and the contract); a format module is imported on its first request and stays
-  imported. Every child is created by one long-lived spawner thread and dies with it (``PR_SET_PDEATHSIG``).
+- Children start warm: each imports the format modules the pool is given (``preload``: the service's extractors and
+  the libraries they import lazily) before it says it is ready, so no request pays a module's imports (a hostile
+  file's first run did, before the crash memory knew it); the imports count toward the child's memory limit like
+  anything else it holds. A module that cannot be imported at start is left for its first request to report
+  (``format_unavailable``). Every child is created by one long-lived spawner thread and dies with it
+  (``PR_SET_PDEATHSIG``).
 
 The async API (``await pool.run(...)``) runs the blocking pipe I/O in one thread per slot, so up to ``size``
 extractions run in parallel and the event loop never blocks; ``run_sync`` is the same for the CLI.
@@ -24,8 +28,9 @@ extractions run in parallel and the event loop never blocks; ``run_sync`` is the
 Admission and fairness (the pool side): ``admit(caller)`` takes a place before the request's body is read and
 refuses (``PoolUnavailable``, a 503) when the pool holds ``size + max_queued`` requests or the caller already holds
 ``caller_max_requests`` of them. Waiting requests are queued per caller and a free worker goes to the waiting caller
-that has used the least worker time (``extract_fn.fair_share``: shares are counted in worker-seconds, not in turns,
-and a lone caller still gets every worker), never to more than ``caller_workers`` of one caller's requests at once.
+that has used the least of the service (``extract_fn.fair_share``: shares are counted in worker-seconds plus the
+service's own work for the request's bytes, ``byte_cost_s`` a byte in and out, not in turns, and a lone caller
+still gets every worker), never to more than ``caller_workers`` of one caller's requests at once.
 The pool's clock is injected (``clock``) for tests; the extraction's own deadline is the real one. A request's time
 limit starts when it is handed to ``run``: time spent waiting for a worker counts, a request that gets no worker before
 its limit is ``PoolUnavailable`` (not a late answer), and the extraction gets what remains. An artifact over
@@ -47,7 +52,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Final
@@ -93,7 +98,16 @@ _ERROR_REPLY_HEADROOM: Final = 16 * 1024 * 1024
 # a fair run: it is PoolUnavailable (try again later), not the file's ``timeout``.
 _FAIR_RUN_SHARE: Final = 0.9
 
-DEFAULT_MAX_TASKS: Final = 500
+# A backstop against a slow leak in a parser: the memory limit bounds a leak anyway, and a child that returned a big
+# artifact retires at once (``_RETIRE_AFTER_BYTES``). A warm child costs 0.4-0.8 CPU-seconds to start (it imports
+# every format module), so at 500 a worker of small files (about 6 ms each) spent a fifth of its time restarting.
+DEFAULT_MAX_TASKS: Final = 5000
+# What a byte of a request costs the service besides its worker, in CPU-seconds, charged to the caller's fair share
+# (``extract_fn.fair_share``): the upload read from the socket (and spooled past a threshold) and written to the
+# worker's pipe, the artifact read back (spooled past a threshold) and streamed to the socket. Measured with
+# ``python -m benchmarks.bench_load --byte-cost``: the service process's CPU for text files of 1-8 MB in and as much
+# out, over that of a small request: 3.2-4.2 ms per MB carried (in + out) on the 2-core machine of the figures.
+DEFAULT_BYTE_COST_S: Final = 4e-3 / (1024 * 1024)
 DEFAULT_STARTUP_TIMEOUT_S: Final = 30.0
 
 
@@ -322,10 +336,14 @@ CHILD_ENV_NAMES: Final = frozenset(
         "PYTHONMALLOC", "PYTHONINTMAXSTRDIGITS", "PYTHON_CPU_COUNT", "PYTHON_GIL",
         "ARROW_DEFAULT_MEMORY_POOL", "ARROW_IO_THREADS", "ARROW_USER_SIMD_LEVEL",
         "OMP_NUM_THREADS", "OMP_THREAD_LIMIT", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS",
-        "MALLOC_ARENA_MAX",
+        "MALLOC_ARENA_MAX", "MIMALLOC_ARENA_RESERVE",
     }
 )  # fmt: skip
 CHILD_ENV_PREFIXES: Final = ("LC_",)  # the locale categories (LC_ALL, LC_CTYPE...)
+# mimalloc (toml_rs links it) reserves a 1 GiB writable arena when it loads, which RLIMIT_DATA counts: a worker that
+# had imported it kept half of a 2 GiB limit for everything else. Smaller arenas, taken as they are needed, keep the
+# limit for the file.
+MIMALLOC_ARENA_RESERVE: Final = "64MiB"
 
 
 def _child_env() -> dict[str, str]:
@@ -338,6 +356,7 @@ def _child_env() -> dict[str, str]:
     # Arrow's default mimalloc pool reserves a 1 GiB arena up front, which RLIMIT_DATA counts: the system allocator
     # keeps the memory limit meaningful for parquet.
     env.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    env.setdefault("MIMALLOC_ARENA_RESERVE", MIMALLOC_ARENA_RESERVE)
     return env
 
 
@@ -399,6 +418,8 @@ class WorkerPool:
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         python: str = sys.executable,
         clock: Callable[[], float] = time.monotonic,
+        preload: Sequence[str] = (),
+        byte_cost_s: float = DEFAULT_BYTE_COST_S,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one worker")
@@ -417,6 +438,8 @@ class WorkerPool:
         self.spool_reply_bytes = spool_reply_bytes
         self.startup_timeout_s = startup_timeout_s
         self.python = python
+        self.preload = tuple(preload)  # "module" or "module:function": imported by each child before it is ready
+        self.byte_cost_s = byte_cost_s
         self.stats = PoolStats()
         self.crash_memory = CrashMemory()  # inputs that ended a worker lately: answered without one
         self._workers = [_Worker(i) for i in range(size)]
@@ -531,6 +554,7 @@ class WorkerPool:
         import subprocess
 
         args = [self.python, "-m", "extract_fn.workers", str(os.getpid()), str(self.memory_limit_bytes or 0)]
+        args += self.preload
         try:
             proc = subprocess.Popen(
                 args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=self._env, close_fds=True
@@ -660,6 +684,8 @@ class WorkerPool:
         try:  # an input that ended a worker, or was refused at a high cost, lately: answered without a worker
             _recall_crash(self.crash_memory, self._scope(extractor, request), data)
         except Exception as exc:
+            with self._lock:  # its upload still cost the service: charged to the caller's share
+                self._queue.bill(admission.caller, self.byte_cost_s * len(data))
             _fail(job, exc)
             return job
         with self._lock:
@@ -721,6 +747,7 @@ class WorkerPool:
         """Run ``job`` on ``w`` (a runner thread), then give ``w`` to the next waiting job."""
         started = job.started_at
         remaining = job.deadline - started
+        carried = len(job.data)  # now: the caller may close its upload (a mapped file) once it has the answer
         try:
             if self._closed:
                 raise PoolUnavailable("the worker pool is closed")
@@ -740,13 +767,25 @@ class WorkerPool:
                 exc = _timeout_error(job.limit_s)
             job.future.set_exception(exc)
         else:
+            carried += len(result)
             job.future.set_result(result)
         finally:
+            service_s = self.byte_cost_s * carried
+            self._await_replacement(w)
             with self._lock:
-                self._queue.finished(job.admission.caller, started)
+                self._queue.finished(job.admission.caller, started, service_s)
                 self._free.append(w)
                 self._changed.notify_all()
             self._dispatch()
+
+    def _await_replacement(self, w: _Worker) -> None:
+        """A child started on ``w`` for this request (recycled, crashed, timed out) imports its modules before the
+        slot takes the next request: the slot waits for it, not a request (whose answer was already given). One
+        that fails to start is dealt with by the slot's next request, as at the pool's start."""
+        if w.proc is None or w.ready or self._closed:
+            return
+        with w.lock, contextlib.suppress(_Died, _Deadline, OSError):
+            w.await_ready(time.monotonic() + self.startup_timeout_s)
 
     def _scope(self, extractor: str, request: ExtractRequest) -> tuple[object, ...]:
         """What, besides the bytes, decides an extraction's outcome (the crash memory's key)."""
@@ -942,6 +981,7 @@ def run_forked(
         "max_output_bytes": max_output_bytes,
     }
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # as in _child_env, before pyarrow loads
+    os.environ.setdefault("MIMALLOC_ARENA_RESERVE", MIMALLOC_ARENA_RESERVE)
     memory_limit_bytes = memory_limit_bytes or 0
     rfd, wfd = os.pipe()
     pid = os.fork()
@@ -1013,7 +1053,7 @@ def _raise_reply(payload: bytes, seen: Callable[[Exception], object] | None = No
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The child process: python -m extract_fn.workers PARENT_PID MEMORY_LIMIT_BYTES
+# The child process: python -m extract_fn.workers PARENT_PID MEMORY_LIMIT_BYTES [PRELOAD...]
 
 
 def _set_parent_death_signal(parent_pid: int) -> None:
@@ -1220,6 +1260,26 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
         return error(ErrorCode.CORRUPT, f"the {fmt} parser failed on this file ({type(exc).__name__})", status)
 
 
+def _preload(state: _ChildState, names: list[str]) -> None:
+    """Import ``names`` now, before the first request: "module", "module:function" (an extractor, kept for its
+    requests) or "module:attribute.path" (read, for what it loads lazily: sqlglot's dialect registry). One that fails
+    (a missing library, the memory limit) is left for its first request, which reports it as that format's answer."""
+    import functools
+    import importlib
+
+    for name in names:
+        module_name, _, attr = name.partition(":")
+        try:
+            if "." in attr:
+                functools.reduce(getattr, attr.split("."), importlib.import_module(module_name))
+            elif attr:
+                _resolve(state, name)
+            else:
+                importlib.import_module(name)
+        except BaseException as exc:  # never the worker's start: the request path reports it
+            print(f"extract_fn worker: preloading {name} failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
 def _child_main(argv: list[str]) -> None:
     parent_pid, memory_limit = int(argv[0]), int(argv[1])
     _set_parent_death_signal(parent_pid)
@@ -1240,6 +1300,7 @@ def _child_main(argv: list[str]) -> None:
     import extract_fn.formats.base  # noqa: F401  (the contract, pydantic: every request needs them)
 
     state = _ChildState(memory_limit)
+    _preload(state, argv[2:])
     rf = os.fdopen(proto_in, "rb", buffering=_CHUNK)
     wf = os.fdopen(proto_out, "wb", buffering=_CHUNK)
     wf.write(READY)

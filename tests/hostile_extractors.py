@@ -203,3 +203,19 @@ def gate(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             raise ExtractionError(ErrorCode.CORRUPT, "the gate never opened")
         time.sleep(0.005)
     return summarize(data, request)
+
+
+def process_state(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """What the worker process holds: whether the module named by ``request.name`` was imported before this
+    request, and the heap the kernel counts for ``RLIMIT_DATA`` (VmData, MB)."""
+    import sys
+
+    loaded = request.name in sys.modules
+    vm_data = next(
+        int(line.split()[1]) // 1024
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("VmData:")
+    )
+    artifact = summarize(data, request)
+    artifact["attrs"].update({"loaded": loaded, "vm_data_mb": vm_data})
+    return artifact

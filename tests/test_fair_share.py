@@ -19,11 +19,18 @@ class Clock:
 
 
 def _simulate(
-    costs: dict[Hashable, float], *, workers: int, until: float, one_at_a_time: frozenset[Hashable] = frozenset()
+    costs: dict[Hashable, float],
+    *,
+    workers: int,
+    until: float,
+    one_at_a_time: frozenset[Hashable] = frozenset(),
+    service: dict[Hashable, float] | None = None,
 ) -> Counter[Hashable]:
     """``workers`` workers serving callers that always have a request waiting (or, for ``one_at_a_time``, send the
-    next one as soon as the last is answered); each request of a caller holds a worker for its cost. Starts per
-    caller until the clock reaches ``until``."""
+    next one as soon as the last is answered); each request of a caller holds a worker for its cost, and costs the
+    service ``service[caller]`` besides (charged when it ends). Starts per caller until the clock reaches
+    ``until``."""
+    service = service or {}
     clock = Clock()
     fair: FairShare[str] = FairShare(caller_workers=workers, clock=clock)
     for who in costs:
@@ -43,7 +50,7 @@ def _simulate(
         running.sort(key=lambda r: r[0])
         ends, who, started = running.pop(0)
         clock.now = ends
-        fair.finished(who, started)
+        fair.finished(who, started, service.get(who, 0.0))
         if who in one_at_a_time:
             fair.push(who, "job")
     return starts
@@ -180,3 +187,89 @@ def test_clear_returns_every_waiting_item() -> None:
     fair.push("b", "b1")
     assert sorted(fair.clear()) == ["a0", "b0", "b1"]
     assert fair.pop() is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shares weighted by what a request costs the whole service (the bytes it carries), not only its worker
+
+
+def test_what_a_request_costs_the_service_counts_in_its_callers_share() -> None:
+    # Both hold a worker 0.1 s a request; a's requests also cost the service 0.3 s each (megabyte artifacts streamed):
+    # a costs 0.4 s a request to b's 0.1 s, so while both wait b gets four starts for each of a's.
+    starts = _simulate({"a": 0.1, "b": 0.1}, workers=1, until=100.0, service={"a": 0.3})
+    assert starts["b"] / starts["a"] == pytest.approx(4, rel=0.05)
+    # Worker time alone (the scheduler before) would have given them one each.
+    even = _simulate({"a": 0.1, "b": 0.1}, workers=1, until=100.0)
+    assert even["a"] == pytest.approx(even["b"], abs=1)
+
+
+def test_a_lone_caller_with_costly_requests_still_gets_every_worker() -> None:
+    # Work-conserving: a caller whose requests cost the service ten times their worker time, alone, is never made to
+    # wait for a free worker.
+    clock = Clock()
+    fair: FairShare[str] = FairShare(caller_workers=2, clock=clock)
+    for i in range(6):
+        fair.push("a", f"a{i}")
+    for _ in range(3):
+        running = []
+        while (picked := fair.pop()) is not None:
+            running.append(fair.start(picked[0]))
+        assert len(running) == 2  # both workers, every round
+        clock.now += 1.0
+        for started in running:
+            fair.finished("a", started, 10.0)
+    assert fair.waiting("a") == 0
+    assert fair.charge("a") == pytest.approx(6 * 11.0)
+
+
+def test_finished_returns_the_charge_it_added() -> None:
+    clock = Clock()
+    fair: FairShare[str] = FairShare(caller_workers=1, clock=clock)
+    fair.push("a", "a0")
+    assert fair.pop() == ("a", "a0")
+    started = fair.start("a")
+    clock.now = 0.5
+    assert fair.finished("a", started, 0.25) == pytest.approx(0.75)
+    assert fair.charge("a") == pytest.approx(0.75)
+
+
+def test_a_bill_without_a_worker_is_a_debt_that_makes_its_caller_wait_its_turn() -> None:
+    # b waits for the worker; a's answer came without a worker (remembered by the crash memory), but reading its
+    # 6 MB upload cost the service 0.5 s: a's next request then waits behind b's, though it would have been first by
+    # worker time (a tie, and a was served least recently).
+    clock = Clock()
+    fair: FairShare[str] = FairShare(caller_workers=1, clock=clock)
+    fair.push("a", "a-first")
+    fair.push("b", "b0")
+    assert fair.pop() == ("a", "a-first")
+    fair.dropped("a")  # answered without a worker
+    fair.bill("a", 0.5)
+    assert fair.charge("a") == pytest.approx(0.5)
+    fair.push("a", "a0")
+    assert fair.pop() == ("b", "b0")
+    # A bill of nothing changes nothing, and an idle caller's debt is forgotten once the others have caught up.
+    fair.bill("c", 0.0)
+    assert "c" not in fair._callers
+    started = fair.start("b")
+    clock.now = 1.0
+    fair.finished("b", started)
+    assert fair.pop() == ("a", "a0")
+    fair.dropped("a")
+    assert "a" not in fair._callers
+
+
+def test_a_bill_to_an_idle_caller_starts_from_the_virtual_time() -> None:
+    # b has worked 10 s (and is still busy); a, idle and never seen, is billed 1 s: its charge is the virtual time
+    # plus 1 s, never 1 s from zero (which would be a credit of 9 s over b).
+    clock = Clock()
+    fair: FairShare[str] = FairShare(caller_workers=1, clock=clock)
+    fair.push("b", "b0")
+    assert fair.pop() == ("b", "b0")
+    started = fair.start("b")
+    clock.now = 10.0
+    fair.finished("b", started)
+    fair.push("b", "b1")
+    fair.bill("a", 1.0)
+    assert fair.charge("a") == pytest.approx(fair.charge("b") + 1.0)
+    fair.push("a", "a0")
+    assert fair.pop() == ("b", "b1")

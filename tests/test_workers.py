@@ -603,3 +603,73 @@ def test_a_big_artifact_comes_through_a_temporary_file() -> None:
         validate_artifact(raw, format="text", original_size=len(data))
     finally:
         big.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Warm workers and what a request costs the service
+
+
+def test_a_worker_imports_its_preload_before_its_first_request() -> None:
+    # colorsys: a module nothing in a worker imports by itself. A name that cannot be imported does not stop the
+    # worker from starting; it is left for a request that needs it.
+    light = WorkerPool(1, timeout_s=GENEROUS_S, memory_limit_bytes=512 * MIB, max_output_bytes=MAX_OUTPUT)
+    warm = WorkerPool(
+        1,
+        timeout_s=GENEROUS_S,
+        memory_limit_bytes=512 * MIB,
+        max_output_bytes=MAX_OUTPUT,
+        preload=("no_such_module_anywhere", "colorsys", H + "summarize", "sqlglot.dialects.dialect:Dialect.classes"),
+    )
+    with light, warm:
+        assert _ok(light, "process_state", name="colorsys")["attrs"]["loaded"] is False
+        assert _ok(warm, "process_state", name="colorsys")["attrs"]["loaded"] is True
+        # An attribute path is read: sqlglot's registry imported its dialects.
+        assert _ok(warm, "process_state", name="sqlglot.dialects.postgres")["attrs"]["loaded"] is True
+        assert _ok(light, "process_state", name="sqlglot.dialects.postgres")["attrs"]["loaded"] is False
+
+
+def test_the_services_workers_preload_every_format_module() -> None:
+    from extract_fn.formats import MODULES, warm_imports
+    from extract_fn.service import default_extractors
+
+    names = warm_imports(default_extractors())
+    for fmt, module in MODULES.items():
+        assert f"{module}:extract" in names, fmt
+    assert "pyarrow.parquet" in names
+    assert len(names) == len(set(names))
+
+
+def test_a_worker_that_preloads_toml_rs_keeps_its_heap_limit_for_the_file() -> None:
+    # mimalloc (in toml_rs) reserves a 1 GiB writable arena by default, which RLIMIT_DATA counts: a warm worker
+    # under a 2 GiB limit would keep only half of it for the file.
+    with WorkerPool(
+        1, timeout_s=GENEROUS_S, memory_limit_bytes=2048 * MIB, max_output_bytes=MAX_OUTPUT, preload=("toml_rs",)
+    ) as pool:
+        attrs = _ok(pool, "process_state", name="toml_rs")["attrs"]
+    assert attrs["loaded"] is True
+    assert attrs["vm_data_mb"] < 512
+
+
+def test_the_pool_charges_a_caller_for_the_bytes_its_requests_carry() -> None:
+    # The pool's clock stands still: no worker time is charged, only the bytes in (the upload) and out (the artifact).
+    clock = FakeClock()
+    per_byte = 1e-6
+    with WorkerPool(
+        1,
+        timeout_s=GENEROUS_S,
+        memory_limit_bytes=None,
+        max_output_bytes=MAX_OUTPUT,
+        clock=clock,
+        byte_cost_s=per_byte,
+        caller_max_requests=4,
+    ) as pool:
+        data = b"x" * 100_000
+        raw = pool.run_sync(H + "summarize", data, _request(), caller="a")
+        assert pool.charge("a") == pytest.approx(per_byte * (len(data) + len(raw)))
+        # An answer from the crash memory takes no worker, but its upload is still charged.
+        request = _request()
+        scope = pool._scope(H + "summarize", request)
+        pool.crash_memory.remember(scope, data, ErrorCode.RESOURCE_LIMIT.value, "remembered", ended_worker=False)
+        with pytest.raises(ExtractionError, match="remembered"):
+            pool.run_sync(H + "summarize", data, request, caller="b")
+        assert pool.charge("b") == pytest.approx(per_byte * len(data))
