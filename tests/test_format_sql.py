@@ -561,3 +561,50 @@ def test_unbalanced_bodies_fall_back_to_semicolons() -> None:
     got = texts(sql, "postgres")
     assert len(got) == 6000
     assert got[:2] == ["BEGIN x", "$t0$ /* /* */ y"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dialect names without sqlglot's whole registry
+
+
+def _registry_name(dialect: Any) -> str:
+    from sqlglot.dialects.dialect import Dialect
+
+    return next((k for k, v in Dialect.classes.items() if v is type(dialect)), "")
+
+
+@pytest.mark.parametrize("asked", [None, "", "postgres", "tsql", "mysql, normalization_strategy = case_sensitive"])
+def test_dialect_name_is_the_registrys_name(asked: str | None) -> None:
+    from sqlglot.dialects.dialect import Dialect
+
+    d = Dialect.get_or_raise(asked)
+    assert sql_format.dialect_name(d, asked) == _registry_name(d)
+
+
+def test_every_registered_dialect_is_named_as_the_registry_names_it() -> None:
+    import sqlglot
+    from sqlglot.dialects.dialect import Dialect
+
+    for name in (d.value for d in sqlglot.Dialects):
+        d = Dialect.get_or_raise(name)
+        assert sql_format.dialect_name(d, name) == _registry_name(d) == name
+        assert sql_format.dialect_name(d, name.upper()) == name  # not the asked spelling: the registry's fallback
+
+
+def test_a_sql_request_imports_only_the_dialect_it_names() -> None:
+    """Reading sqlglot's registry imports all its dialects (37 MB of a worker): a generic file and a postgres file
+    leave only the generic dialect and postgres loaded (fails when the module reads ``Dialect.classes``)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from extract_fn.formats import sql_format\n"
+        "from extract_fn.formats.base import ExtractRequest\n"
+        "from sqlglot.dialects.dialect import Dialect\n"
+        "sql_format.extract(b'select 1;', ExtractRequest('sql', name='a.sql'))\n"
+        "sql_format.extract(b'select $$x$$;', ExtractRequest('sql', name='b.sql', sql_dialect='postgres'))\n"
+        "print(sorted(Dialect._classes))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[0] == "['', 'postgres']"

@@ -28,7 +28,6 @@ DEFERRED_IMPORTS: dict[str, tuple[str, ...]] = {
     "docx": ("lxml.etree", "extract_fn.ocr.pictures"),
     "pptx": ("lxml.etree", "extract_fn.ocr.pictures"),
     "pdf": ("extract_fn.ocr.blocks", "extract_fn.ocr.config", "extract_fn.ocr.pdf_pages"),
-    "sql": ("sqlglot.dialects.dialect:Dialect.classes",),  # reading the registry imports every dialect (0.2 s)
 }
 
 
