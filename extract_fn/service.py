@@ -67,12 +67,13 @@ def default_extractors() -> dict[str, str]:
 
 @functools.cache
 def sql_dialects() -> tuple[str, ...]:
-    """The ``sql_dialect`` values this service takes: sqlglot's dialect names (empty if sqlglot is missing)."""
-    try:
-        import sqlglot
-    except ImportError:
-        return ()
-    return tuple(sorted(d.value for d in sqlglot.Dialects if d.value))
+    """The ``sql_dialect`` values this service takes: sqlglot's dialect names (``extract_fn.sql_dialect_names``,
+    checked against sqlglot by the suite; empty if sqlglot is missing). sqlglot itself is not imported here."""
+    import importlib.util
+
+    from extract_fn.sql_dialect_names import SQL_DIALECTS
+
+    return SQL_DIALECTS if importlib.util.find_spec("sqlglot") is not None else ()
 
 
 def _short(value: str, limit: int = 80) -> str:
@@ -143,8 +144,6 @@ class ExtractorService:
 
     def start(self) -> None:
         self.pool.start()
-        if "sql" in self.extractors:
-            sql_dialects()  # import sqlglot now rather than in the first request that needs the names
 
     def close(self) -> None:
         if self.owns_pool:
