@@ -20,10 +20,12 @@ MODULES: dict[str, str] = {fmt: f"extract_fn.formats.{fmt}_format" for fmt in FO
 # Libraries a format module imports on first use rather than at its own import (a CLI run imports only what its one
 # file needs). The service's workers import them at start with the modules (``warm_imports``), so no request pays
 # them ("module", or "module:attribute.path" to read an attribute that imports lazily). A name missing here costs
-# only that first request's import, never an answer.
+# only that first request's import, never an answer. pyarrow is left out on purpose: it is 43 MB of every worker
+# (a third of a warm one) for a format most requests are not, and its import (about 0.1 CPU-s) is small next to
+# extracting a Parquet file; parquet's first request on a worker imports it (benchmarks/README.md, "Memory against
+# the artifact").
 DEFERRED_IMPORTS: dict[str, tuple[str, ...]] = {
     "markdown": ("markdown_it", "markdown_it_pyrs", "markdown_it.rules_block.state_block", "markdown_it.token"),
-    "parquet": ("pyarrow", "pyarrow.compute", "pyarrow.parquet", "pyarrow.types"),
     "xlsx": ("python_calamine", "lxml.etree"),
     "docx": ("lxml.etree", "extract_fn.ocr.pictures"),
     "pptx": ("lxml.etree", "extract_fn.ocr.pictures"),
