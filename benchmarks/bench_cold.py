@@ -32,21 +32,11 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.compare import INPUTS
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
-STANDARD = {
-    "doc200.pdf": "pdf",
-    "big.docx": "docx",
-    "big.pptx": "pptx",
-    "big.xlsx": "xlsx",
-    "big.csv": "csv",
-    "big.parquet": "parquet",
-    "big.html": "html",
-    "big.md": "markdown",
-    "big.txt": "text",
-    "big.sql": "sql",
-    "big.toml": "toml",
-}
+STANDARD = INPUTS  # the standard inputs and their formats, as the main table names them
 TINY_TEXT = "/tmp/bench-cold-tiny.txt"
 TINY = {
     TINY_TEXT: "text",
