@@ -12,9 +12,11 @@ from typing import Any
 import docx
 import orjson
 import pytest
+from lxml import etree
 
 from extract_fn.formats import docx_format
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.ooxml_text import child, first_children
 from shared.artifact import validate_artifact
 from shared.contract import ErrorCode, ExtractionError
 
@@ -185,6 +187,43 @@ def test_textboxes_notes_tracked_changes_fields_and_outline_level() -> None:
     assert texts[6][1:] == ("1 The footnote text.", {"part": "footnote", "note_id": "1", "mark": "1"})
     assert texts[7][1:] == ("An endnote.", {"part": "endnote", "note_id": "1"})
     assert a["blocks"][2]["section_path"] == ["Outline heading"]
+
+
+def test_properties_read_in_one_pass_take_the_first_or_last_as_before() -> None:
+    """A paragraph's and a row's properties are read in one pass over their children: the last pStyle counts, the
+    first outlineLvl and numPr (and numId, ilvl in it), in any namespace; a row's gridBefore/gridAfter, a cell's
+    gridSpan (the last of each)."""
+    other = 'xmlns:o="urn:example:other"'
+    body = (
+        p("Styled twice", '<w:pStyle w:val="Heading1"/><w:pStyle w:val="Heading3"/>')
+        + p("Outlined twice", '<w:outlineLvl w:val="1"/><w:outlineLvl w:val="4"/>')
+        + p(
+            "Listed",
+            f'<o:numPr {other}><o:numId w:val="7"/><o:ilvl w:val="1"/><o:ilvl w:val="3"/></o:numPr>'
+            '<w:numPr><w:numId w:val="8"/></w:numPr>',
+        )
+        + '<w:tbl><w:tr><w:trPr><w:gridBefore w:val="1"/><w:gridAfter w:val="2"/></w:trPr>'
+        '<w:tc><w:tcPr><w:gridSpan w:val="3"/><w:gridSpan w:val="2"/></w:tcPr>' + p("wide") + "</w:tc></w:tr>"
+        "<w:tr><w:tc>" + p("a") + "</w:tc></w:tr></w:tbl>"
+    )
+    blocks = run(make_docx(body))["blocks"]
+    assert [(b["type"], b.get("depth"), b["text"]) for b in blocks[:3]] == [
+        ("heading", 3, "Styled twice"),
+        ("heading", 2, "Outlined twice"),
+        ("list", 1, "Listed"),
+    ]
+    assert blocks[2]["attrs"]["list"]["num_id"] == "7"
+    assert blocks[3]["attrs"]["table"] == {"columns": [None, "wide", None, None, None], "rows": [["a"] + [None] * 4]}
+
+
+def test_first_children_is_child_for_several_names() -> None:
+    root = etree.fromstring(
+        '<r xmlns:a="urn:a"><!-- c --><a:x n="1"/><y n="2"/><a:x n="3"/><z/><y n="4"/></r>', etree.XMLParser()
+    )
+    found = first_children(root, frozenset({"x", "y", "w"}))
+    assert {name: el.get("n") for name, el in found.items()} == {"x": "1", "y": "2"}
+    assert all(found[name] is child(root, name) for name in ("x", "y"))
+    assert first_children(root[1], frozenset({"x"})) == {}
 
 
 def test_strict_namespace_and_empty_document() -> None:

@@ -67,7 +67,7 @@ from extract_fn.formats.ooxml_drawing import (
     report_pictures,
 )
 from extract_fn.formats.ooxml_math import linear_text
-from extract_fn.formats.ooxml_text import MC_NS, child, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, child, first_children, local, main_part, parse_part, read_rels
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
@@ -235,7 +235,11 @@ def _depth_from_name(name: str, sid: str) -> int | None:
 
 
 def _outline_level(ppr: Any) -> int | None:
-    el = _child(ppr, "outlineLvl")
+    return _outline_value(_child(ppr, "outlineLvl"))
+
+
+def _outline_value(el: Any | None) -> int | None:
+    """The heading depth a ``w:outlineLvl`` gives (None: none, or not a level)."""
     if el is None:
         return None
     try:
@@ -248,12 +252,20 @@ def _outline_level(ppr: Any) -> int | None:
 NumPr = tuple[str, int | None]  # (numId, ilvl or None when the paragraph or style gives none)
 
 
+_NUM_PR_NAMES = frozenset({"numId", "ilvl"})
+
+
 def _num_pr(ppr: Any) -> NumPr | None:
-    el = _child(ppr, "numPr")
+    return _num_pr_value(_child(ppr, "numPr"))
+
+
+def _num_pr_value(el: Any | None) -> NumPr | None:
+    """What a ``w:numPr`` says (None: none, or no numId)."""
     if el is None:
         return None
-    num_el = _child(el, "numId")
-    lvl_el = _child(el, "ilvl")
+    kids = first_children(el, _NUM_PR_NAMES)
+    num_el = kids.get("numId")
+    lvl_el = kids.get("ilvl")
     num_id = _attr(num_el, "val") if num_el is not None else None
     ilvl: int | None = None
     if lvl_el is not None:
@@ -270,14 +282,24 @@ def _num_pr(ppr: Any) -> NumPr | None:
 # Walking
 
 
-def _blocks_in(container: Any) -> Iterator[Any]:
-    """Block-level paragraphs and tables of a container, reading through wrappers (no recursion)."""
+# What a block-level element is (``_blocks_in`` yields it with the element, so no caller reads its tag again)
+BLOCK_P, BLOCK_TBL, BLOCK_ALT_CHUNK = range(3)
+_BLOCK_KINDS: dict[str, int] = (
+    dict.fromkeys(T_P, BLOCK_P) | dict.fromkeys(T_TBL, BLOCK_TBL) | dict.fromkeys(T_ALT_CHUNK, BLOCK_ALT_CHUNK)
+)
+
+
+def _blocks_in(container: Any) -> Iterator[tuple[Any, int]]:
+    """(element, ``BLOCK_*`` kind) of the block-level paragraphs and tables of a container, reading through
+    wrappers (no recursion)."""
+    kinds = _BLOCK_KINDS
     stack: list[Iterator[Any]] = [iter(container)]
     while stack:
         for el in stack[-1]:
             tag = el.tag
-            if tag in T_P or tag in T_TBL or tag in T_ALT_CHUNK:
-                yield el
+            kind = kinds.get(tag)
+            if kind is not None:
+                yield el, kind
                 continue
             inner = el
             if tag in T_MC_ALT:
@@ -470,12 +492,12 @@ def _clean(text: str) -> str:
 
 def _span(tc: Any) -> tuple[int, bool]:
     """(gridSpan, is a vMerge continuation) of a cell."""
-    pr = next(tc.iterchildren(*T_TCPR), None)
+    pr = next((c for c in tc if c.tag in T_TCPR), None)  # its first child: no tag matcher built for it
     if pr is None:
         return 1, False
     span = 1
     cont = False
-    for c in pr.iterchildren("{*}gridSpan", "{*}vMerge"):  # in order: the last of each counts
+    for c in pr:  # in order: the last of each counts
         name = local(c.tag)
         if name == "gridSpan":
             try:
@@ -487,11 +509,19 @@ def _span(tc: Any) -> tuple[int, bool]:
     return span, cont
 
 
-def _grid_skip(tr: Any, name: str) -> int:
+_GRID_SKIPS = frozenset({"gridBefore", "gridAfter"})
+
+
+def _grid_skips(tr: Any) -> tuple[int, int]:
+    """(``w:gridBefore``, ``w:gridAfter``) of a row: the grid columns it leaves out before and after its cells."""
     pr = next(tr.iterchildren(*T_TRPR), None)
     if pr is None:
-        return 0
-    el = _child(pr, name)
+        return 0, 0
+    kids = first_children(pr, _GRID_SKIPS)
+    return _grid_skip(kids.get("gridBefore")), _grid_skip(kids.get("gridAfter"))
+
+
+def _grid_skip(el: Any | None) -> int:
     if el is None:
         return 0
     try:
@@ -556,6 +586,7 @@ class _Doc:
         self.marks: dict[tuple[str, str], str] = {}  # (footnote|endnote, id) -> its mark, in citation order
         self.rels: dict[str, str] = {}  # relationship id -> member, of the part being read
         self.stack: list[tuple[int, str, str]] = []  # open headings (depth, block id, text)
+        self.path: list[str] = []  # their texts: the section path of a block under them (``set_stack``)
         self.budget = budget
 
     # -- tables
@@ -565,7 +596,8 @@ class _Doc:
             raise ExtractionError(ErrorCode.CORRUPT, "the docx file nests tables more than 64 deep")
         rows: list[list[str | None]] = []
         for tr in _children_through(tbl, T_TR):
-            row: list[str | None] = [None] * _grid_skip(tr, "gridBefore")
+            before, after = _grid_skips(tr)
+            row: list[str | None] = [None] * before
             for tc in _children_through(tr, T_TC):
                 span, cont = _span(tc)
                 if depth == 0:
@@ -573,7 +605,7 @@ class _Doc:
                 text = None if cont else self.cell_text(tc, depth)
                 row.append(text)
                 row.extend([None] * (span - 1))
-            row.extend([None] * _grid_skip(tr, "gridAfter"))
+            row.extend([None] * after)
             rows.append(row)
         width = max((len(r) for r in rows), default=0)
         for r in rows:
@@ -582,27 +614,28 @@ class _Doc:
 
     def cell_text(self, tc: Any, depth: int) -> str:
         parts: list[str] = []
-        for el in _blocks_in(tc):
-            if el.tag in T_ALT_CHUNK:
+        for el, kind in _blocks_in(tc):
+            if kind == BLOCK_ALT_CHUNK:
                 self.alt_chunk()
                 continue
-            if el.tag in T_TBL:
+            if kind == BLOCK_TBL:
                 for r in self.table_rows(el, depth + 1):
                     parts.append(" | ".join(c or "" for c in r))
                 continue
             self.paragraphs += 1
             inline = _inline(el)
-            t = _clean(self.numbered(inline.ppr, self.cite(inline))[0])
+            t = self.labelled(inline)[0]
             if t:
                 parts.append(t)
             for box in inline.boxes:
-                for bp in _blocks_in(box):
-                    if bp.tag in T_P:
+                for bp, bkind in _blocks_in(box):
+                    if bkind == BLOCK_P:
                         self.paragraphs += 1
                         bt = _clean(_inline(bp).text)
                         if bt:
                             parts.append(bt)
-            self.in_cells.extend((d, *self.cell) for d in inline.drawings)  # blocks after the table's
+            if inline.drawings:
+                self.in_cells.extend((d, *self.cell) for d in inline.drawings)  # blocks after the table's
         return "\n".join(parts)
 
     # -- note marks
@@ -635,10 +668,17 @@ class _Doc:
         own_outline = None
         own_num = None
         if ppr is not None:
-            for c in ppr.iterchildren("{*}pStyle"):  # the last one counts
-                sid = _attr(c, "val")
-            own_outline = _outline_level(ppr)  # None without an outlineLvl
-            own_num = _num_pr(ppr)  # None without a numPr
+            outline_el = num_el = None  # the first of each
+            for c in ppr:  # one pass over the few children (not an iterchildren(tag) per name)
+                name = local(c.tag)
+                if name == "pStyle":  # the last one counts
+                    sid = _attr(c, "val")
+                elif name == "outlineLvl":
+                    outline_el = c if outline_el is None else outline_el
+                elif name == "numPr":
+                    num_el = c if num_el is None else num_el
+            own_outline = _outline_value(outline_el)  # None without an outlineLvl
+            own_num = _num_pr_value(num_el)  # None without a numPr
         depth, num = self.styles.resolve(sid)
         if own_outline is not None and depth is None:
             depth = own_outline
@@ -663,35 +703,49 @@ class _Doc:
             text = f"{label} {_clean(text)}"
         return text, depth, info
 
+    def labelled(self, inline: Inline) -> tuple[str, int | None, dict[str, Any] | None]:
+        """``numbered`` of a paragraph's cited text, cleaned."""
+        if inline.ppr is None and not inline.notes:  # no properties, no note marks: its text as it is
+            return _clean(inline.text), None, None
+        text, depth, info = self.numbered(inline.ppr, self.cite(inline))
+        return _clean(text), depth, info
+
     # -- blocks
 
     def add(self, kind: str, text: str, attrs: dict[str, Any] | None, *, depth: int | None = None) -> str:
+        stack = self.stack
         return self.builder.add_block(
             kind,
             text,
-            parent=self.stack[-1][1] if self.stack else None,
-            section_path=[t for _, _, t in self.stack],
+            parent=stack[-1][1] if stack else None,
+            section_path=self.path,  # the builder copies it
             depth=depth,
             attrs=attrs,
             locator={},  # make_locator() with no field: docx has no locator
         )
 
+    def set_stack(self, stack: list[tuple[int, str, str]]) -> None:
+        """The open headings, and the section path they make."""
+        self.stack = stack
+        self.path = [t for _, _, t in stack]
+
     def heading(self, text: str, depth: int, attrs: dict[str, Any] | None) -> None:
-        while self.stack and self.stack[-1][0] >= depth:
-            self.stack.pop()
-        parent = self.stack[-1][1] if self.stack else None
-        path = [t for _, _, t in self.stack] + [text]
+        stack = self.stack
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        parent = stack[-1][1] if stack else None
+        path = [t for _, _, t in stack] + [text]
         bid = self.builder.add_block("heading", text, depth=depth, parent=parent, section_path=path, attrs=attrs)
-        self.stack.append((depth, bid, text))
+        stack.append((depth, bid, text))
+        self.path = path
 
     def paragraph(self, p: Any, base: dict[str, Any] | None) -> None:
         """A body, header, footer or note paragraph: its block, then its text boxes and drawings."""
         self.paragraphs += 1
         inline = _inline(p)
-        text, depth, info = self.numbered(inline.ppr, self.cite(inline))
-        text = _clean(text)
+        text, depth, info = self.labelled(inline)
         if text:
-            attrs = {**(base or {}), **({"list": info} if info else {})} or None
+            attrs = ({**base, "list": info} if base else {"list": info}) if info else base or None
             if depth is not None and base is None:
                 self.heading(text, depth, attrs)
             elif info is not None:
@@ -717,15 +771,15 @@ class _Doc:
 
     def container(self, container: Any, base: dict[str, Any] | None) -> bool:
         """The blocks of a body, header, footer, note or text box. True when the output budget cut it."""
-        for el in _blocks_in(container):
+        for el, kind in _blocks_in(container):
             if self.budget.over(self.builder.text_chars):
                 return True
-            if el.tag in T_TBL:
-                self.table(el, base)
-            elif el.tag in T_ALT_CHUNK:
-                self.alt_chunk()
-            else:
+            if kind == BLOCK_P:
                 self.paragraph(el, base)
+            elif kind == BLOCK_TBL:
+                self.table(el, base)
+            else:
+                self.alt_chunk()
         return False
 
     def alt_chunk(self) -> None:
@@ -829,7 +883,7 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     doc.note_formats = _note_formats(root)
 
     cut = doc.container(body, None)
-    doc.stack = []
+    doc.set_stack([])
     if not cut:
         cut = _headers_footers(doc, root, by_type)
     if not cut:
