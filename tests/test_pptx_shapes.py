@@ -256,3 +256,27 @@ def test_broken_layout_loses_only_its_numbers() -> None:
     # the layout's "a)" is lost, the master (still related through the layout's rels) numbers the body
     assert [b["text"] for b in _blocks(a, 1)][1] == "1. first\n2. second\n3. third"
     assert a["coverage"]["failed"] == []
+
+
+def test_paragraphs_read_in_one_pass_keep_their_text_breaks_and_own_properties() -> None:
+    """A text body's paragraphs are read in one pass over each (no tag matcher per paragraph): a:t text and a:br
+    breaks in document order (in fields too), the paragraph's own a:pPr (its first child named pPr, in any
+    namespace; a pPr deeper down is not its own) and the body's own list style, looked up once per level."""
+    from lxml import etree
+
+    from extract_fn.formats.pptx_format import _paragraphs
+
+    body = etree.fromstring(
+        f'<p:txBody xmlns:p="{P_NS}" xmlns:a="{A_NS}" xmlns:o="urn:example:other">'
+        '<a:bodyPr/><a:lstStyle><a:lvl1pPr><a:buAutoNum type="arabicParenR"/></a:lvl1pPr></a:lstStyle>'
+        "<a:p><a:r><a:t>one</a:t></a:r></a:p>"
+        "<a:p><a:r><a:t>two</a:t></a:r><a:br/><a:r><a:t>lines</a:t></a:r><a:endParaRPr/></a:p>"
+        "<a:p><a:r><a:t>three</a:t></a:r><a:pPr><a:buNone/></a:pPr>"
+        '<a:pPr><a:buAutoNum type="romanLcPeriod"/></a:pPr></a:p>'
+        "<a:p><a:r><o:pPr><a:buNone/></o:pPr><a:t>four</a:t></a:r></a:p>"
+        '<a:p><o:pPr lvl="1"><a:buAutoNum type="alphaUcPeriod" startAt="3"/></o:pPr>'
+        "<a:fld><a:t>five</a:t></a:fld></a:p>"
+        "<a:p><a:pPr><a:buChar char='x'/></a:pPr></a:p>"
+        "<a:lstStyle/></p:txBody>"
+    )
+    assert _paragraphs(body) == ["1) one", "2) two\nlines", "three", "1) four", "C. five", ""]

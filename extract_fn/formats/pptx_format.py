@@ -83,7 +83,6 @@ T_A_P = _tags("p", A_NAMESPACES)
 T_A_T = _tags("t", A_NAMESPACES)
 T_A_BR = _tags("br", A_NAMESPACES)
 T_A_FLD = _tags("fld", A_NAMESPACES)
-T_A_TEXT = tuple(T_A_T | T_A_BR)
 T_TXBODY = _tags("txBody", P_NAMESPACES) | _tags("txBody", A_NAMESPACES)
 T_TBL = _tags("tbl", A_NAMESPACES)
 T_TR = _tags("tr", A_NAMESPACES)
@@ -117,25 +116,55 @@ def _find(el: Any, *path: str) -> Any:
     return cur
 
 
+# What ``_paragraphs`` does with an element of a paragraph, by its tag (decided once per tag: a deck uses a few dozen)
+_TEXT, _BREAK, _PPR, _OTHER = range(4)
+_PARA_KINDS: dict[Any, int] = dict.fromkeys(T_A_T, _TEXT) | dict.fromkeys(T_A_BR, _BREAK)
+_MAX_PARA_KINDS = 4096  # past this many distinct tags (a hostile part), kinds are computed, not remembered
+
+
+def _para_kind(tag: Any) -> int:
+    kind = _PPR if local(tag) == "pPr" else _OTHER
+    if len(_PARA_KINDS) < _MAX_PARA_KINDS:
+        _PARA_KINDS[tag] = kind
+    return kind
+
+
+def _paragraph(p: Any) -> tuple[str, Any]:
+    """(text, its ``a:pPr`` or None) of an ``a:p``: its ``a:t`` text and ``a:br`` line breaks in document order, in
+    one pass over its elements (no tag matcher built per paragraph)."""
+    parts: list[str] = []
+    ppr = None
+    kinds = _PARA_KINDS
+    for el in p.iter():
+        tag = el.tag
+        kind = kinds.get(tag)
+        if kind is None:
+            kind = _para_kind(tag)
+        if kind == _TEXT:
+            parts.append(el.text or "")
+        elif kind == _BREAK:
+            parts.append("\n")
+        elif kind == _PPR and ppr is None and el.getparent() is p:  # its own: the first child named pPr
+            ppr = el
+    return "".join(parts).replace("\x00", "").replace("\x0b", "\n").strip(), ppr
+
+
 def _paragraphs(txbody: Any, styles: InheritedBullets = NO_INHERITED) -> list[str]:
     """The paragraphs of a text body, each led by its automatic number when it has one (``a:buAutoNum``, its own
     or inherited from ``styles``, the list styles above its own ``a:lstStyle``, nearest first)."""
     out: list[str] = []
-    own = _child(txbody, "lstStyle")
+    own = None
+    paras = []
+    for c in txbody:  # one pass: its own list style (the first), its paragraphs
+        tag = c.tag
+        if tag in T_A_P:
+            paras.append(c)
+        elif own is None and local(tag) == "lstStyle":
+            own = c
     numbers = AutoNumbers([own] if own is not None else [], styles)
-    breaks = next(txbody.iter(*T_A_BR), None) is not None  # most bodies have none: one pass over a:t then
-    for p in txbody.iterchildren(*T_A_P):
-        if breaks:
-            parts: list[str] = []
-            for el in p.iter(*T_A_TEXT):  # a:t and a:br, in document order (filtered by libxml2, not here)
-                if el.tag in T_A_BR:
-                    parts.append("\n")
-                elif el.text:
-                    parts.append(el.text)
-        else:
-            parts = [el.text or "" for el in p.iter(*T_A_T)]
-        text = "".join(parts).replace("\x00", "").replace("\x0b", "\n").strip()
-        label = numbers.label(_child(p, "pPr")) if text else ""
+    for p in paras:
+        text, ppr = _paragraph(p)
+        label = numbers.label(ppr) if text else ""
         out.append(f"{label} {text}" if label else text)
     return out
 

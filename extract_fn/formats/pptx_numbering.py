@@ -45,12 +45,18 @@ def auto_number(scheme: str, n: int) -> str:
 
 
 BULLETS = frozenset({"buAutoNum", "buChar", "buBlip", "buNone"})
-_ANY_BULLET = tuple(f"{{*}}{name}" for name in sorted(BULLETS))  # in any namespace or none, as ``local`` compares
 
 
 def _bullet(ppr: Any | None) -> Any | None:
-    """The bullet element a paragraph properties element sets, or None when it sets none."""
-    return next(ppr.iterchildren(*_ANY_BULLET), None) if ppr is not None else None
+    """The bullet element a paragraph properties element sets (its first child named one of ``BULLETS``, in any
+    namespace or none), or None when it sets none. A loop over its few children: an ``iterchildren`` of the four
+    names would build a tag matcher for each paragraph, more than this costs."""
+    if ppr is None:
+        return None
+    for c in ppr:
+        if local(c.tag) in BULLETS:
+            return c
+    return None
 
 
 def inherited_bullet(styles: list[Any], level: int) -> Any | None:
@@ -87,6 +93,7 @@ class AutoNumbers:
     def __init__(self, styles: list[Any] | None = None, inherited: InheritedBullets = NO_INHERITED) -> None:
         self.counts: dict[int, int] = {}
         self.styles = styles or []
+        self.own = InheritedBullets(self.styles)  # each level looked up once per body, not once per paragraph
         self.inherited = inherited
 
     def label(self, ppr: Any | None) -> str:
@@ -96,7 +103,7 @@ class AutoNumbers:
             level = 0
         bullet = _bullet(ppr)
         if bullet is None and self.styles:
-            bullet = inherited_bullet(self.styles, level)
+            bullet = self.own.get(level)
         if bullet is None:
             bullet = self.inherited.get(level)
         auto = bullet if bullet is not None and local(bullet.tag) == "buAutoNum" else None
