@@ -280,3 +280,17 @@ def test_paragraphs_read_in_one_pass_keep_their_text_breaks_and_own_properties()
         "<a:lstStyle/></p:txBody>"
     )
     assert _paragraphs(body) == ["1) one", "2) two\nlines", "three", "1) four", "C. five", ""]
+
+
+def test_first_is_the_first_child_with_one_of_the_tags() -> None:
+    from lxml import etree
+
+    from extract_fn.formats.pptx_format import T_TXBODY, _first
+
+    shape = etree.fromstring(
+        f'<p:sp xmlns:p="{P_NS}" xmlns:a="{A_NS}"><!-- c --><p:spPr/><a:txBody n="1"/><p:txBody n="2"/></p:sp>',
+        etree.XMLParser(),
+    )
+    assert _first(shape, T_TXBODY) is next(shape.iterchildren(*T_TXBODY))
+    assert _first(shape, T_TXBODY).get("n") == "1"
+    assert _first(shape[1], T_TXBODY) is None

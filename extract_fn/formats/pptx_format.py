@@ -107,6 +107,15 @@ def _emu(el: Any, name: str) -> int | None:
     return int(v) if v is not None and v.isdigit() else None
 
 
+def _first(el: Any, tags: frozenset[str]) -> Any:
+    """The first child of ``el`` with one of ``tags``, or None: ``next(el.iterchildren(*tags), None)`` without the
+    tag matcher lxml builds per call (for a shape's or a cell's few children, more than visiting them costs)."""
+    for c in el:
+        if c.tag in tags:
+            return c
+    return None
+
+
 def _find(el: Any, *path: str) -> Any:
     cur = el
     for name in path:
@@ -170,7 +179,7 @@ def _paragraphs(txbody: Any, styles: InheritedBullets = NO_INHERITED) -> list[st
 
 
 def _text_frame(shape: Any, styles: InheritedBullets = NO_INHERITED) -> str:
-    body = next(shape.iterchildren(*T_TXBODY), None)
+    body = _first(shape, T_TXBODY)
     if body is None:
         return ""
     return "\n".join(p for p in _paragraphs(body, styles) if p)
@@ -198,7 +207,7 @@ def _matching(root: Any, ph: Any, by_idx: bool) -> Any:
 
 
 def _list_style(shape: Any) -> Any:
-    body = next(shape.iterchildren(*T_TXBODY), None) if shape is not None else None
+    body = _first(shape, T_TXBODY) if shape is not None else None
     return _child(body, "lstStyle") if body is not None else None
 
 
@@ -214,13 +223,17 @@ def _placeholder(shape: Any) -> str | None:
 
 def _table(tbl: Any) -> list[list[str | None]]:
     rows: list[list[str | None]] = []
-    for tr in tbl.iterchildren(*T_TR):
+    for tr in tbl:
+        if tr.tag not in T_TR:
+            continue
         row: list[str | None] = []
-        for tc in tr.iterchildren(*T_TC):
+        for tc in tr:
+            if tc.tag not in T_TC:
+                continue
             if tc.get("hMerge") in ("1", "true") or tc.get("vMerge") in ("1", "true"):
                 row.append(None)
                 continue
-            body = next(tc.iterchildren(*T_TXBODY), None)
+            body = _first(tc, T_TXBODY)
             row.append("\n".join(p for p in _paragraphs(body) if p) if body is not None else "")
         rows.append(row)
     width = max((len(r) for r in rows), default=0)
