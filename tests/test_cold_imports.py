@@ -3,9 +3,9 @@
 ``python -X importtime`` logs every module a process imports, and the CLI's forked child inherits the flag, so one
 run lists what the parent and the child loaded. The modules refused here are the service's (asyncio with ssl and
 socket, the thread pool, subprocess, the HTTP stack, pydantic, tracing) or another path's (Pillow and the OCR
-engine for a docx without pictures; zipfile, pathlib, and shutil for argparse's terminal width, for a text file;
-tomllib for a version the CLI never prints): the CLI loaded each before, and each cost a cold start milliseconds
-(docs/architecture.md, "The cold start imports what it uses").
+engine for a docx without pictures, the chart stack for one without charts; zipfile, pathlib, and shutil for
+argparse's terminal width, for a text file; tomllib for a version the CLI never prints): the CLI loaded each
+before, and each cost a cold start milliseconds (docs/architecture.md, "The cold start imports what it uses").
 """
 
 from __future__ import annotations
@@ -69,7 +69,11 @@ def _imported(path: Path, fmt: str) -> set[str]:
     [
         (CORPUS / "text" / "chardet-utf8.txt", "text", {"zipfile", "shutil", "pathlib", "PIL"}),
         (CORPUS / "markdown" / "docling-duck.md", "markdown", {"zipfile", "shutil", "PIL"}),
-        (CORPUS / "docx" / "mammoth-utf8-bom.docx", "docx", {"PIL", "extract_fn.ocr.blocks", "extract_fn.ocr.engine"}),
+        (
+            CORPUS / "docx" / "mammoth-utf8-bom.docx",
+            "docx",
+            {"PIL", "extract_fn.ocr.blocks", "extract_fn.ocr.engine", "extract_fn.formats.ooxml_chart"},
+        ),
     ],
     ids=["text", "markdown", "docx-without-pictures"],
 )

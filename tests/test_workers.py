@@ -637,6 +637,7 @@ def test_the_services_workers_preload_every_format_module() -> None:
         assert f"{module}:extract" in names, fmt
     assert "markdown_it" in names  # the libraries the modules import lazily
     assert "python_calamine" in names
+    assert "extract_fn.formats.ooxml_chart" in names  # docx and pptx import it at their first chart
     assert not any(n.startswith("pyarrow") for n in names)  # but pyarrow: 43 MB a worker, left to parquet's first
     assert len(names) == len(set(names))
 

@@ -27,8 +27,8 @@ MODULES: dict[str, str] = {fmt: f"extract_fn.formats.{fmt}_format" for fmt in FO
 DEFERRED_IMPORTS: dict[str, tuple[str, ...]] = {
     "markdown": ("markdown_it", "markdown_it_pyrs", "markdown_it.rules_block.state_block", "markdown_it.token"),
     "xlsx": ("python_calamine", "lxml.etree"),
-    "docx": ("lxml.etree", "extract_fn.ocr.pictures"),
-    "pptx": ("lxml.etree", "extract_fn.ocr.pictures"),
+    "docx": ("lxml.etree", "extract_fn.formats.ooxml_chart", "extract_fn.ocr.pictures"),
+    "pptx": ("lxml.etree", "extract_fn.formats.ooxml_chart", "extract_fn.ocr.pictures"),
     "pdf": ("extract_fn.ocr.blocks", "extract_fn.ocr.config", "extract_fn.ocr.pdf_pages"),
 }
 

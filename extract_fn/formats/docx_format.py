@@ -57,7 +57,6 @@ from lxml import etree
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.docx_numbering import ListCounters, Numbering, format_number, superscript
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
 from extract_fn.formats.ooxml_drawing import (
     alt_text,
     diagram_texts,
@@ -76,6 +75,7 @@ from shared.artifact_builder import ArtifactBuilder
 from shared.contract import ErrorCode, ExtractionError
 
 if TYPE_CHECKING:
+    from extract_fn.formats.ooxml_chart import ChartCache
     from extract_fn.ocr.pictures import PictureReader
 
 KIND = "docx"
@@ -575,7 +575,7 @@ class _Doc:
         self.styles = styles
         self.numbering = numbering
         self.counters = ListCounters(numbering)
-        self.charts = ChartCache()
+        self.charts: ChartCache | None = None  # made at the first chart (the chart stack is imported then)
         self.paragraphs = 0
         self.pictures = 0  # pictures placed whose pixels were not read (OCR off, refused, not a raster)
         self.ocr: PictureReader | None = None  # OCR of the pictures, made at the first one (imports Pillow)
@@ -818,6 +818,11 @@ class _Doc:
             self.builder.fail(unit, f"the {d.kind}'s part is missing from the package")
             return
         if d.kind == "chart":
+            # a file without a chart never imports the chart stack (workers import it at start: DEFERRED_IMPORTS)
+            from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
+
+            if self.charts is None:
+                self.charts = ChartCache()
             try:
                 chart = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
             except ChartUnreadable as exc:

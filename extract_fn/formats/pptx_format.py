@@ -34,7 +34,6 @@ from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module
-from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
 from extract_fn.formats.ooxml_drawing import (
     alt_text,
     diagram_texts,
@@ -53,6 +52,7 @@ from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 
 if TYPE_CHECKING:
+    from extract_fn.formats.ooxml_chart import ChartCache
     from extract_fn.ocr.pictures import PictureReader
 
 KIND = "pptx"
@@ -262,7 +262,7 @@ class _Deck:
         self.limits = limits
         self.pictures = 0  # pictures placed whose pixels were not read (OCR off or refused, ink, not a raster)
         self.ocr: PictureReader | None = None  # OCR of picture shapes, made at the first one (imports Pillow)
-        self.charts = ChartCache()
+        self.charts: ChartCache | None = None  # made at the first chart (the chart stack is imported then)
         self.parts: dict[str, Any] = {}  # layouts and masters, each parsed once
         self.layout: Any = None  # the slide being read's layout and master roots
         self.master: Any = None
@@ -403,6 +403,11 @@ class _Deck:
         if kind == "chart":
             chart = _child(data, "chart")
             target = self.related(rels, _rid(chart) if chart is not None else None, "chart")
+            # a file without a chart never imports the chart stack (workers import it at start: DEFERRED_IMPORTS)
+            from extract_fn.formats.ooxml_chart import ChartCache, ChartUnreadable
+
+            if self.charts is None:
+                self.charts = ChartCache()
             try:
                 read = self.charts.read(target, lambda part: parse_part(self.zf, part, KIND))
             except ChartUnreadable as exc:
