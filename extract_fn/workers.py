@@ -81,6 +81,7 @@ STATUS_ERROR: Final = 1
 STATUS_ERROR_RETIRE: Final = 2  # an error after which the child exits (MemoryError, SystemExit...)
 STATUS_OK_RETIRE: Final = 3  # an artifact after which the child exits (a big one left its heap large)
 _RETIRE_AFTER_BYTES: Final = 64 * 1024 * 1024
+_REPLY_IN_MEMORY: Final = 4 * 1024 * 1024  # a worker's artifact past this is written to a temporary file
 _CHUNK: Final = 1024 * 1024
 _PIPE_SIZE: Final = 1024 * 1024
 _F_SETPIPE_SZ: Final = 1031  # Linux
@@ -1000,8 +1001,7 @@ def run_forked(
             _set_limits(memory_limit_bytes)
             status, payload = _handle(_ChildState(memory_limit_bytes), header, data)
             with os.fdopen(wfd, "wb", buffering=_CHUNK) as out:
-                out.write(_REPLY.pack(status, len(payload)))
-                out.write(payload)
+                _send_reply(out, status, payload)
         except BaseException:  # our own bug: say so on stderr; the parent answers for the missing reply
             import traceback
 
@@ -1141,7 +1141,141 @@ def _text_floor(artifact: dict[str, Any]) -> int:
     return total
 
 
-def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[int, bytes]:
+_Error = Callable[..., tuple[int, bytes]]
+
+
+class _OutputTooLarge(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+class ArtifactOut:
+    """The artifact's JSON as the worker writes it (``shared.artifact.built.dump_checked``): in memory up to
+    ``_REPLY_IN_MEMORY`` bytes, then in an anonymous temporary file, so the bytes of a big artifact never sit in
+    the worker's heap; a write that takes it over ``limit`` bytes raises ``_OutputTooLarge``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._buf = bytearray()
+        self.file: Any = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def write(self, part: bytes | memoryview) -> None:
+        self.size += len(part)
+        if self.size > self.limit:
+            raise _OutputTooLarge(self.size)
+        if self.file is not None:
+            self.file.write(part)
+            return
+        self._buf += part
+        if len(self._buf) > _REPLY_IN_MEMORY:
+            import tempfile
+
+            self.file = tempfile.TemporaryFile(prefix="extract-artifact-")  # noqa: SIM115  (closed by close())
+            self.file.write(self._buf)
+            self._buf = bytearray()
+
+    def getvalue(self) -> bytes:
+        """The whole JSON (for the check of the bytes, or a small reply)."""
+        if self.file is None:
+            return bytes(self._buf)
+        self.file.flush()
+        self.file.seek(0)
+        return bytes(self.file.read())
+
+    def send(self, fd: int) -> None:
+        """Write the bytes to ``fd`` (a blocking pipe): from the file by the kernel (``sendfile``)."""
+        if self.file is None:
+            _write_blocking(fd, self._buf)
+            return
+        self.file.flush()
+        offset = 0
+        while offset < self.size:
+            sent = os.sendfile(fd, self.file.fileno(), offset, self.size - offset)
+            if sent == 0:
+                raise OSError("the artifact's temporary file ended early")
+            offset += sent
+
+    def close(self) -> None:
+        self._buf = bytearray()
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+def _write_blocking(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _send_reply(wf: Any, status: int, payload: bytes | ArtifactOut) -> None:
+    """A reply frame on ``wf`` (a buffered writer on a blocking pipe): the status, the length and the payload."""
+    wf.write(_REPLY.pack(status, len(payload)))
+    if isinstance(payload, bytes):
+        wf.write(payload)
+        wf.flush()
+        return
+    wf.flush()
+    try:
+        payload.send(wf.fileno())
+    finally:
+        payload.close()
+
+
+def _serialize(
+    state: _ChildState, artifact: dict[str, Any], header: dict[str, Any], original_size: int, error: _Error
+) -> tuple[int, bytes | ArtifactOut]:
+    """The artifact checked and serialized in one pass; its JSON (``ArtifactOut``), or the error reply."""
+    import orjson
+
+    from shared.artifact import InvalidArtifact, check_artifact
+    from shared.artifact.built import dump_checked
+    from shared.contract import ErrorCode
+
+    fmt = str(header.get("format"))
+    max_output = int(header["max_output_bytes"])
+    out = ArtifactOut(max_output)
+    try:
+        checked = dump_checked(artifact, format=fmt, original_size=original_size, write=out.write)
+        del artifact
+        if not checked:
+            # The bytes that leave are checked by the shared validator here, in the worker: within the
+            # extraction's time limit, in parallel across workers, and off the service's event loop. An artifact
+            # the objects' check passed is valid as these bytes; any other is checked (and reported) from them.
+            if state.memory_limit > 0:
+                _set_limits(state.memory_limit + _VALIDATE_MEMORY_FACTOR * len(out))
+            check_artifact(out.getvalue(), format=fmt, original_size=original_size)
+    except orjson.JSONEncodeError as exc:
+        out.close()
+        return error(ErrorCode.CORRUPT, f"the {fmt} extractor produced an artifact that is not JSON: {exc}")
+    except _OutputTooLarge as exc:
+        out.close()
+        return error(
+            ErrorCode.RESOURCE_LIMIT,
+            f"the artifact is at least {exc.size} bytes, over this service's limit of {max_output} bytes",
+        )
+    except InvalidArtifact as exc:
+        out.close()
+        return error(
+            ErrorCode.CORRUPT,
+            f"the {fmt} extractor produced an invalid artifact for this file ({len(exc.violations)} rule(s) "
+            "broken); this is a bug in the extractor, recorded in the service log",
+            log=f"the {fmt} extractor ({header['extractor']}) produced an invalid artifact: "
+            + "; ".join(str(v) for v in exc.violations[:50]),
+        )
+    except BaseException:
+        out.close()
+        raise
+    # After a big artifact the heap may stay larger than the restored limit allows: a fresh worker takes over.
+    return (STATUS_OK_RETIRE if len(out) > _RETIRE_AFTER_BYTES else STATUS_OK), out
+
+
+def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[int, bytes | ArtifactOut]:
     import traceback
 
     import orjson
@@ -1199,47 +1333,18 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
         # The parser is done: what follows is our own code on an artifact bounded by max_output_bytes. Checking it
         # and serializing it cost memory in proportion to that bound, not to the file, so the limit that contained
         # the parser is raised by that much here (orjson crashes rather than raising when an allocation fails) and
-        # set back afterwards. The check reads the objects, not their JSON (no parse-back; a yes means the bytes
-        # below are valid): its copies are containers only, fewer than parsing the bytes back made, which ran
-        # under the validation factor of their size (at most max_output): the same bound covers it and the dumps.
-        from shared.artifact import InvalidArtifact, check_artifact
-        from shared.artifact.built import holds
-
+        # set back afterwards. One pass checks the objects a chunk at a time (no parse-back; a yes means the bytes
+        # are valid) and serializes each chunk at once into the reply (a temporary file past a few MB), dropping
+        # the chunk's objects: the artifact's objects and its bytes never coexist whole, and an artifact over
+        # max_output is refused as soon as its bytes pass it. The check's copies are a chunk's containers, and the
+        # whole artifact's JSON is only read back when the check said no, under the validation factor of its size.
         if state.memory_limit > 0:
             _set_limits(state.memory_limit + max(_SERIALIZE_MEMORY_FACTOR, _VALIDATE_MEMORY_FACTOR) * max_output)
         try:
-            checked = holds(artifact, format=fmt, original_size=original_size)
-            try:
-                out = orjson.dumps(artifact)
-            except orjson.JSONEncodeError as exc:
-                return error(ErrorCode.CORRUPT, f"the {fmt} extractor produced an artifact that is not JSON: {exc}")
-            del artifact
-            if len(out) > max_output:
-                return error(
-                    ErrorCode.RESOURCE_LIMIT,
-                    f"the artifact is {len(out)} bytes, over this service's limit of {max_output} bytes",
-                )
-            # The bytes that leave are checked by the shared validator here, in the worker: within the extraction's
-            # time limit, in parallel across workers, and off the service's event loop. An artifact the objects'
-            # check passed is valid as these bytes; any other is checked (and reported) from the bytes.
-            if state.memory_limit > 0:
-                _set_limits(state.memory_limit + _VALIDATE_MEMORY_FACTOR * len(out))
-            try:
-                if not checked:
-                    check_artifact(out, format=fmt, original_size=original_size)
-            except InvalidArtifact as exc:
-                return error(
-                    ErrorCode.CORRUPT,
-                    f"the {fmt} extractor produced an invalid artifact for this file ({len(exc.violations)} rule(s) "
-                    "broken); this is a bug in the extractor, recorded in the service log",
-                    log=f"the {fmt} extractor ({header['extractor']}) produced an invalid artifact: "
-                    + "; ".join(str(v) for v in exc.violations[:50]),
-                )
+            return _serialize(state, artifact, header, original_size, error)
         finally:
             if state.memory_limit > 0:
                 _set_limits(state.memory_limit)
-        # After a big artifact the heap may stay larger than the restored limit allows: a fresh worker takes over.
-        return (STATUS_OK_RETIRE if len(out) > _RETIRE_AFTER_BYTES else STATUS_OK), out
     except ExtractionError as exc:
         return error(exc.code, exc.message)
     except MemoryError:  # no allocation here: the heap may be at the limit (the reply was made in advance)
@@ -1318,9 +1423,7 @@ def _child_main(argv: list[str]) -> None:
             os._exit(0)
         status, payload = _handle(state, header, data)
         del data
-        wf.write(_REPLY.pack(status, len(payload)))
-        wf.write(payload)
-        wf.flush()
+        _send_reply(wf, status, payload)
         del payload
         if status in (STATUS_ERROR_RETIRE, STATUS_OK_RETIRE):
             os._exit(0)
