@@ -9,8 +9,10 @@ A hostile file costs one worker, never the service (Apache Tika's forked child w
   byte, a length and the artifact's JSON bytes (or an error ``{"code", "message"}``).
 - Limits: the parent enforces the wall-clock deadline with non-blocking pipe I/O and kills the child at it
   (``timeout``); the child limits its own heap with ``setrlimit`` (``RLIMIT_DATA``, ``RLIMIT_AS`` as a backstop), and
-  a ``MemoryError`` or the child's death is ``resource_limit``; the child serializes the artifact with orjson and
-  refuses one over the output limit (``resource_limit``), which modules also get as ``request.max_output_bytes``.
+  a ``MemoryError`` or the child's death is ``resource_limit``; the child checks and serializes the artifact in one
+  pass (``shared.artifact.built.dump_checked``: orjson a chunk at a time, into a temporary file past a few MB, sent
+  with ``sendfile``) and refuses one over the output limit (``resource_limit``) as soon as its bytes pass it, which
+  modules also get as ``request.max_output_bytes``.
 - A killed, dead or retiring child is replaced at once; the next request on the slot is served normally. A child
   is also replaced after ``max_tasks`` extractions, so a slow leak in a parser cannot grow without bound.
 - A child that dies before it says it is ready is a broken deployment, not a hostile file: ``PoolUnavailable``
@@ -86,8 +88,9 @@ _CHUNK: Final = 1024 * 1024
 _PIPE_SIZE: Final = 1024 * 1024
 _F_SETPIPE_SZ: Final = 1031  # Linux
 _AS_HEADROOM: Final = 2 * 1024 * 1024 * 1024  # address space beyond the heap limit: code, stacks, reservations
-# Serializing an artifact takes up to ~4x its bound (orjson's growing buffer); parsing its JSON back for the check up
-# to ~16x its bytes of address space (many small dicts and strings, next to the heap the parser left behind).
+# Serializing an artifact took up to ~4x its bound (orjson's growing buffer; now a chunk's at a time, and one string
+# may still be up to the bound); parsing its JSON back for the check (only when the objects' check said no) up to
+# ~16x its bytes of address space (many small dicts and strings, next to the heap the parser left behind).
 _SERIALIZE_MEMORY_FACTOR: Final = 4
 _VALIDATE_MEMORY_FACTOR: Final = 16
 _ERROR_REPLY_MAX: Final = 64 * 1024
