@@ -7,6 +7,7 @@ import enum
 import math
 from typing import Any
 
+import orjson
 import pytest
 
 from shared.artifact.built import dump_checked
@@ -176,3 +177,14 @@ def test_keys_orjson_refuses_are_refused_by_the_one_pass() -> None:
     doc = _valid()
     doc[Key("k")] = 1
     assert assert_same_verdict(doc, "csv", SIZE) is None
+
+
+def test_an_artifact_of_another_shape_is_judged_and_written_whole() -> None:
+    class Doc(dict[str, Any]):
+        pass
+
+    parts: list[bytes] = []
+    doc = Doc(_valid())
+    assert dump_checked(doc, format="csv", original_size=SIZE, write=lambda b: parts.append(bytes(b))) is True
+    assert parts == [orjson.dumps(_valid())]  # one part: not written a chunk at a time
+    assert doc["blocks"][0] is not None

@@ -140,7 +140,9 @@ def _plain_dict(value: Any) -> bool:
 
 def _streamable(doc: Any) -> bool:
     """A dict of str keys whose blocks, tables and rows are lists: the shape written a part at a time."""
-    tables = doc.get("tables", []) if _plain_dict(doc) else None
+    if not _plain_dict(doc):
+        return False
+    tables = doc.get("tables", [])
     return (
         type(doc.get("blocks")) is list
         and type(tables) is list
