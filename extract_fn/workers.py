@@ -82,6 +82,8 @@ STATUS_OK: Final = 0
 STATUS_ERROR: Final = 1
 STATUS_ERROR_RETIRE: Final = 2  # an error after which the child exits (MemoryError, SystemExit...)
 STATUS_OK_RETIRE: Final = 3  # an artifact after which the child exits (a big one left its heap large)
+# Or'ed into an artifact's status: its bytes are in the slot's reply file (``_Worker.reply_path``), not on the pipe
+IN_REPLY_FILE: Final = 0x80
 _RETIRE_AFTER_BYTES: Final = 64 * 1024 * 1024
 _REPLY_IN_MEMORY: Final = 4 * 1024 * 1024  # a worker's artifact past this is written to a temporary file
 _CHUNK: Final = 1024 * 1024
@@ -145,6 +147,35 @@ class _Worker:
         self.spawned_at = 0.0
         self.ready_after_s: float | None = None
         self.lock = threading.Lock()  # held by the thread using the slot; close() waits for it before closing pipes
+        self.reply_file: tuple[int, str] | None = None  # (fd, path): where the child may write a big artifact
+
+    def reply_path(self) -> str:
+        """The path of the slot's reply file (made when first asked for, and again once a reply took it): the
+        child writes a big artifact there, and the file, unlinked, becomes the ``SpooledReply`` the service
+        streams, with no copy through the pipe and into a second file."""
+        if self.reply_file is None:
+            import tempfile
+
+            self.reply_file = tempfile.mkstemp(prefix="extract-reply-")
+        return self.reply_file[1]
+
+    def _take_reply_file(self, length: int) -> SpooledReply:
+        if self.reply_file is None:
+            raise _Died("the worker said its reply is in a file it was not given")
+        fd, path = self.reply_file
+        self.reply_file = None
+        os.unlink(path)
+        if os.fstat(fd).st_size != length:
+            os.close(fd)
+            raise _Died("the worker's reply file does not hold the reply it announced")
+        return SpooledReply(os.fdopen(fd, "rb"), length)
+
+    def drop_reply_file(self) -> None:
+        reply, self.reply_file = self.reply_file, None
+        if reply is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(reply[1])
+            os.close(reply[0])
 
     @property
     def pid(self) -> int | None:
@@ -164,6 +195,7 @@ class _Worker:
         """Kill the child (if any), close its pipes and reap it; its exit status. Only by the slot's user."""
         proc, self.proc = self.proc, None
         self.ready = False
+        self.drop_reply_file()
         if proc is None:
             return None
         with contextlib.suppress(OSError):
@@ -211,10 +243,15 @@ class _Worker:
         self.tasks += 1
         _write_all(wfd, (_REQUEST.pack(_REQUEST_MAGIC, len(header), len(data)), header, data), deadline)
         status, length = _REPLY.unpack(_read_exact(rfd, _REPLY.size, deadline))
+        in_file, status = status & IN_REPLY_FILE, status & ~IN_REPLY_FILE
         if status not in (STATUS_OK, STATUS_ERROR, STATUS_ERROR_RETIRE, STATUS_OK_RETIRE):
             raise _Died(f"the worker sent an unknown status {status}")
         if length > max_reply:
             raise _OversizeReply(length)
+        if in_file:
+            if status not in (STATUS_OK, STATUS_OK_RETIRE):
+                raise _Died("the worker sent an error in its reply file")
+            return status, self._take_reply_file(length)
         if spool_over is not None and length > spool_over and status in (STATUS_OK, STATUS_OK_RETIRE):
             return status, _read_to_file(rfd, length, deadline)
         return status, bytes(_read_exact(rfd, length, deadline))
@@ -829,6 +866,7 @@ class WorkerPool:
                     "encoding": request.encoding,
                     "sql_dialect": request.sql_dialect,
                     "max_output_bytes": self.max_output_bytes,
+                    **({"reply_file": w.reply_path()} if self.spool_reply_bytes is not None else {}),
                 }
             )
         except orjson.JSONEncodeError:  # a lone surrogate in a name or option (the service refuses those earlier)
@@ -1158,11 +1196,16 @@ class ArtifactOut:
     ``_REPLY_IN_MEMORY`` bytes, then in an anonymous temporary file, so the bytes of a big artifact never sit in
     the worker's heap; a write that takes it over ``limit`` bytes raises ``_OutputTooLarge``."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, path: str | None = None) -> None:
         self.limit = limit
         self.size = 0
         self._buf = bytearray()
         self.file: Any = None
+        self.path = path  # the pool's reply file for this slot (the parent takes it as is), else an anonymous one
+
+    @property
+    def in_reply_file(self) -> bool:
+        return self.file is not None and self.path is not None
 
     def __len__(self) -> int:
         return self.size
@@ -1176,9 +1219,13 @@ class ArtifactOut:
             return
         self._buf += part
         if len(self._buf) > _REPLY_IN_MEMORY:
-            import tempfile
+            if self.path is not None:
+                fd = os.open(self.path, os.O_RDWR | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
+                self.file = os.fdopen(fd, "w+b")
+            else:
+                import tempfile
 
-            self.file = tempfile.TemporaryFile(prefix="extract-artifact-")  # noqa: SIM115  (closed by close())
+                self.file = tempfile.TemporaryFile(prefix="extract-artifact-")  # noqa: SIM115  (closed by close())
             self.file.write(self._buf)
             self._buf = bytearray()
 
@@ -1203,9 +1250,18 @@ class ArtifactOut:
                 raise OSError("the artifact's temporary file ended early")
             offset += sent
 
+    def release(self) -> None:
+        """The reply file written out and let go of (the parent takes it as it is)."""
+        self.file.flush()
+        self.file.close()
+        self.file = None
+
     def close(self) -> None:
+        """The bytes dropped (a reply file emptied: they are not a reply)."""
         self._buf = bytearray()
         if self.file is not None:
+            if self.path is not None:
+                self.file.truncate(0)
             self.file.close()
             self.file = None
 
@@ -1217,7 +1273,13 @@ def _write_blocking(fd: int, data: bytes | bytearray) -> None:
 
 
 def _send_reply(wf: Any, status: int, payload: bytes | ArtifactOut) -> None:
-    """A reply frame on ``wf`` (a buffered writer on a blocking pipe): the status, the length and the payload."""
+    """A reply frame on ``wf`` (a buffered writer on a blocking pipe): the status, the length and the payload (none
+    when it is in the pool's reply file, written out before the parent hears of it)."""
+    if isinstance(payload, ArtifactOut) and payload.in_reply_file:
+        payload.release()
+        wf.write(_REPLY.pack(status | IN_REPLY_FILE, len(payload)))
+        wf.flush()
+        return
     wf.write(_REPLY.pack(status, len(payload)))
     if isinstance(payload, bytes):
         wf.write(payload)
@@ -1242,7 +1304,7 @@ def _serialize(
 
     fmt = str(header.get("format"))
     max_output = int(header["max_output_bytes"])
-    out = ArtifactOut(max_output)
+    out = ArtifactOut(max_output, header.get("reply_file"))
     try:
         checked = dump_checked(artifact, format=fmt, original_size=original_size, write=out.write)
         del artifact

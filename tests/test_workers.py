@@ -642,6 +642,39 @@ def test_a_big_artifact_comes_through_a_temporary_file() -> None:
         big.close()
 
 
+def test_a_very_big_artifact_is_handed_over_in_the_workers_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past a few MB the worker writes the artifact into the slot's reply file, which becomes the SpooledReply
+    itself (no copy through the pipe); the file is unlinked once taken, and the next big reply gets a new one."""
+    from extract_fn.workers import SpooledReply
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the pool makes its reply files (the child inherits TMPDIR)
+    monkeypatch.setattr("tempfile.tempdir", None)
+    data = _many_lines(60_000)
+    expected = echo(data, _request(max_output_bytes=64 * MIB))
+    with WorkerPool(
+        1, timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=64 * MIB, spool_reply_bytes=4096
+    ) as pool:
+        replies = [pool.run_sync(H + "echo", data, _request()) for _ in range(2)]
+        for reply in replies:
+            assert isinstance(reply, SpooledReply)
+            assert os.fstat(reply.file.fileno()).st_nlink == 0  # the worker's own file, taken and unlinked
+        assert list(tmp_path.iterdir()) == []  # each taken: the slot makes a new one for its next request
+        small = pool.run_sync(H + "summarize", b"x", _request())
+        assert isinstance(small, bytes)
+        assert [p.name.startswith("extract-reply-") for p in tmp_path.iterdir()] == [True]  # made, left unused
+    assert list(tmp_path.iterdir()) == []  # the unused one goes with its slot
+    for reply in replies:
+        try:
+            raw = reply.read_all()
+            expected["attrs"]["pid"] = orjson.loads(raw)["attrs"]["pid"]
+            assert raw == orjson.dumps(expected)
+            assert len(reply) == len(raw) > workers._REPLY_IN_MEMORY
+        finally:
+            reply.close()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Warm workers and what a request costs the service
 
