@@ -10,8 +10,9 @@ A hostile file costs one worker, never the service (Apache Tika's forked child w
 - Limits: the parent enforces the wall-clock deadline with non-blocking pipe I/O and kills the child at it
   (``timeout``); the child limits its own heap with ``setrlimit`` (``RLIMIT_DATA``, ``RLIMIT_AS`` as a backstop), and
   a ``MemoryError`` or the child's death is ``resource_limit``; the child checks and serializes the artifact in one
-  pass (``shared.artifact.built.dump_checked``: orjson a chunk at a time, into a temporary file past a few MB, sent
-  with ``sendfile``) and refuses one over the output limit (``resource_limit``) as soon as its bytes pass it, which
+  pass (``shared.artifact.built.dump_checked``: orjson a chunk at a time, into a file past a few MB: the pool's
+  reply file for its slot, which the service then streams as it is, or for the CLI an anonymous one sent with
+  ``sendfile``) and refuses one over the output limit (``resource_limit``) as soon as its bytes pass it, which
   modules also get as ``request.max_output_bytes``.
 - A killed, dead or retiring child is replaced at once; the next request on the slot is served normally. A child
   is also replaced after ``max_tasks`` extractions, so a slow leak in a parser cannot grow without bound.
@@ -37,7 +38,10 @@ The pool's clock is injected (``clock``) for tests; the extraction's own deadlin
 limit starts when it is handed to ``run``: time spent waiting for a worker counts, a request that gets no worker before
 its limit is ``PoolUnavailable`` (not a late answer), and the extraction gets what remains. An artifact over
 ``spool_reply_bytes`` is read from the worker's pipe into an anonymous temporary file (``SpooledReply``) instead of
-the service's memory.
+the service's memory; past ``_REPLY_IN_MEMORY`` the worker writes it into its slot's reply file (a temporary file the
+pool made, named in the request's header), and the pool takes that file, unlinked, as the ``SpooledReply`` (the status
+says ``IN_REPLY_FILE``; its size must be the announced length): the bytes are written once, and never copied
+through the pipe into a second file.
 """
 
 from __future__ import annotations
