@@ -1197,8 +1197,9 @@ class _OutputTooLarge(Exception):
 
 class ArtifactOut:
     """The artifact's JSON as the worker writes it (``shared.artifact.built.dump_checked``): in memory up to
-    ``_REPLY_IN_MEMORY`` bytes, then in an anonymous temporary file, so the bytes of a big artifact never sit in
-    the worker's heap; a write that takes it over ``limit`` bytes raises ``_OutputTooLarge``."""
+    ``_REPLY_IN_MEMORY`` bytes, then in a file (``path``, the pool's reply file for the slot, else an anonymous
+    temporary one), so the bytes of a big artifact never sit in the worker's heap; a write that takes it over
+    ``limit`` bytes raises ``_OutputTooLarge``."""
 
     def __init__(self, limit: int, path: str | None = None) -> None:
         self.limit = limit
