@@ -1,14 +1,16 @@
-"""Where one extraction's time goes, in process: the worker's three phases timed apart, then cProfile's top lines.
+"""Where one extraction's time goes, in process: the worker's phases timed apart, then cProfile's top lines.
 
     .venv/bin/python -m benchmarks.profile_format FILE --format FORMAT [--top 15] [--sort tottime|cumulative]
-        [--check built|bytes] [--no-profile]
+        [--check pass|built|bytes] [--no-profile]
 
 The phases are the worker's (``extract_fn.workers._handle``): the format module's ``extract`` (parse and build),
-the check of the built objects (``shared.artifact.built.holds``), then ``orjson.dumps`` of the artifact;
-``--check bytes`` times the check the worker made before issue 17 instead: ``orjson.dumps``, then
-``check_artifact`` parsing those bytes back. The profile covers every phase (``--no-profile``: none, for times
-without the profiler's cost). Peak RSS (``ru_maxrss``) is printed after each phase. For cold-start imports use
-``python -X importtime``.
+then the one pass that checks the built objects and serializes them a chunk at a time into the reply
+(``shared.artifact.built.dump_checked`` into ``extract_fn.workers.ArtifactOut``; its CPU seconds too).
+``--check built`` times the worker's steps before that pass instead: the check of the built objects
+(``shared.artifact.built.holds``), then ``orjson.dumps`` of the artifact; ``--check bytes`` those before issue 17:
+``orjson.dumps``, then ``check_artifact`` parsing those bytes back. The profile covers every phase
+(``--no-profile``: none, for times without the profiler's cost). Peak RSS (``ru_maxrss``) is printed after each
+phase. For cold-start imports use ``python -X importtime``.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import orjson
 
 from extract_fn.formats import MODULES
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.workers import ArtifactOut
 from shared.artifact import check_artifact
-from shared.artifact.built import holds
+from shared.artifact.built import dump_checked, holds
 
 
 def _rss_mb() -> float:
@@ -40,7 +43,7 @@ def main() -> int:
     ap.add_argument("--format", required=True)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--sort", default="tottime")
-    ap.add_argument("--check", choices=("built", "bytes"), default="built")
+    ap.add_argument("--check", choices=("pass", "built", "bytes"), default="pass")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--max-output-bytes", type=int, default=256 * 1024 * 1024)
     args = ap.parse_args()
@@ -54,7 +57,20 @@ def main() -> int:
     artifact = module.extract(data, request)
     t1 = time.perf_counter()
     phases = [f"extract {t1 - t0:.2f} s (peak {_rss_mb():.0f} MB)"]
-    if args.check == "built":
+    if args.check == "pass":
+        cpu = time.process_time()
+        reply = ArtifactOut(args.max_output_bytes)
+        ok = dump_checked(artifact, format=args.format, original_size=len(data), write=reply.write)
+        del artifact
+        cpu = time.process_time() - cpu
+        t3 = time.perf_counter()
+        verdict = "valid" if ok else "to the bytes"
+        phases.append(f"check + serialize {t3 - t1:.2f} s, {cpu:.2f} CPU-s ({verdict}, peak {_rss_mb():.0f} MB)")
+        out = reply.getvalue()
+        reply.close()
+        if not ok:
+            check_artifact(out, format=args.format, original_size=len(data))
+    elif args.check == "built":
         ok = holds(artifact, format=args.format, original_size=len(data))
         t2 = time.perf_counter()
         phases.append(f"check built {t2 - t1:.2f} s ({'valid' if ok else 'to the bytes'}, peak {_rss_mb():.0f} MB)")

@@ -336,10 +336,12 @@ def _artifact_response(raw: bytes | SpooledReply) -> Response:
 
     async def chunks() -> AsyncIterator[bytes]:
         try:
-            while True:
-                chunk = await asyncio.to_thread(raw.file.read, _STREAM_CHUNK)
+            left = raw.size  # the announced length, whatever the file holds past it
+            while left > 0:
+                chunk = await asyncio.to_thread(raw.file.read, min(_STREAM_CHUNK, left))
                 if not chunk:
                     break
+                left -= len(chunk)
                 yield chunk
         finally:
             raw.close()

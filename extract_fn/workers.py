@@ -9,8 +9,11 @@ A hostile file costs one worker, never the service (Apache Tika's forked child w
   byte, a length and the artifact's JSON bytes (or an error ``{"code", "message"}``).
 - Limits: the parent enforces the wall-clock deadline with non-blocking pipe I/O and kills the child at it
   (``timeout``); the child limits its own heap with ``setrlimit`` (``RLIMIT_DATA``, ``RLIMIT_AS`` as a backstop), and
-  a ``MemoryError`` or the child's death is ``resource_limit``; the child serializes the artifact with orjson and
-  refuses one over the output limit (``resource_limit``), which modules also get as ``request.max_output_bytes``.
+  a ``MemoryError`` or the child's death is ``resource_limit``; the child checks and serializes the artifact in one
+  pass (``shared.artifact.built.dump_checked``: orjson a chunk at a time, into a file past a few MB: the pool's
+  reply file for its slot, which the service then streams as it is, or for the CLI an anonymous one sent with
+  ``sendfile``) and refuses one over the output limit (``resource_limit``) as soon as its bytes pass it, which
+  modules also get as ``request.max_output_bytes``.
 - A killed, dead or retiring child is replaced at once; the next request on the slot is served normally. A child
   is also replaced after ``max_tasks`` extractions, so a slow leak in a parser cannot grow without bound.
 - A child that dies before it says it is ready is a broken deployment, not a hostile file: ``PoolUnavailable``
@@ -35,7 +38,10 @@ The pool's clock is injected (``clock``) for tests; the extraction's own deadlin
 limit starts when it is handed to ``run``: time spent waiting for a worker counts, a request that gets no worker before
 its limit is ``PoolUnavailable`` (not a late answer), and the extraction gets what remains. An artifact over
 ``spool_reply_bytes`` is read from the worker's pipe into an anonymous temporary file (``SpooledReply``) instead of
-the service's memory.
+the service's memory; past ``_REPLY_IN_MEMORY`` the worker writes it into its slot's reply file (a temporary file the
+pool made, named in the request's header), and the pool takes that file, unlinked, as the ``SpooledReply`` (the status
+says ``IN_REPLY_FILE``; its size must be the announced length): the bytes are written once, and never copied
+through the pipe into a second file.
 """
 
 from __future__ import annotations
@@ -80,13 +86,17 @@ STATUS_OK: Final = 0
 STATUS_ERROR: Final = 1
 STATUS_ERROR_RETIRE: Final = 2  # an error after which the child exits (MemoryError, SystemExit...)
 STATUS_OK_RETIRE: Final = 3  # an artifact after which the child exits (a big one left its heap large)
+# Or'ed into an artifact's status: its bytes are in the slot's reply file (``_Worker.reply_path``), not on the pipe
+IN_REPLY_FILE: Final = 0x80
 _RETIRE_AFTER_BYTES: Final = 64 * 1024 * 1024
+_REPLY_IN_MEMORY: Final = 4 * 1024 * 1024  # a worker's artifact past this is written to a temporary file
 _CHUNK: Final = 1024 * 1024
 _PIPE_SIZE: Final = 1024 * 1024
 _F_SETPIPE_SZ: Final = 1031  # Linux
 _AS_HEADROOM: Final = 2 * 1024 * 1024 * 1024  # address space beyond the heap limit: code, stacks, reservations
-# Serializing an artifact takes up to ~4x its bound (orjson's growing buffer); parsing its JSON back for the check up
-# to ~16x its bytes of address space (many small dicts and strings, next to the heap the parser left behind).
+# Serializing an artifact took up to ~4x its bound (orjson's growing buffer; now a chunk's at a time, and one string
+# may still be up to the bound); parsing its JSON back for the check (only when the objects' check said no) up to
+# ~16x its bytes of address space (many small dicts and strings, next to the heap the parser left behind).
 _SERIALIZE_MEMORY_FACTOR: Final = 4
 _VALIDATE_MEMORY_FACTOR: Final = 16
 _ERROR_REPLY_MAX: Final = 64 * 1024
@@ -141,6 +151,35 @@ class _Worker:
         self.spawned_at = 0.0
         self.ready_after_s: float | None = None
         self.lock = threading.Lock()  # held by the thread using the slot; close() waits for it before closing pipes
+        self.reply_file: tuple[int, str] | None = None  # (fd, path): where the child may write a big artifact
+
+    def reply_path(self) -> str:
+        """The path of the slot's reply file (made when first asked for, and again once a reply took it): the
+        child writes a big artifact there, and the file, unlinked, becomes the ``SpooledReply`` the service
+        streams, with no copy through the pipe and into a second file."""
+        if self.reply_file is None:
+            import tempfile
+
+            self.reply_file = tempfile.mkstemp(prefix="extract-reply-")
+        return self.reply_file[1]
+
+    def _take_reply_file(self, length: int) -> SpooledReply:
+        if self.reply_file is None:
+            raise _Died("the worker said its reply is in a file it was not given")
+        fd, path = self.reply_file
+        self.reply_file = None
+        os.unlink(path)
+        if os.fstat(fd).st_size != length:
+            os.close(fd)
+            raise _Died("the worker's reply file does not hold the reply it announced")
+        return SpooledReply(os.fdopen(fd, "rb"), length)
+
+    def drop_reply_file(self) -> None:
+        reply, self.reply_file = self.reply_file, None
+        if reply is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(reply[1])
+            os.close(reply[0])
 
     @property
     def pid(self) -> int | None:
@@ -160,6 +199,7 @@ class _Worker:
         """Kill the child (if any), close its pipes and reap it; its exit status. Only by the slot's user."""
         proc, self.proc = self.proc, None
         self.ready = False
+        self.drop_reply_file()
         if proc is None:
             return None
         with contextlib.suppress(OSError):
@@ -207,10 +247,15 @@ class _Worker:
         self.tasks += 1
         _write_all(wfd, (_REQUEST.pack(_REQUEST_MAGIC, len(header), len(data)), header, data), deadline)
         status, length = _REPLY.unpack(_read_exact(rfd, _REPLY.size, deadline))
+        in_file, status = status & IN_REPLY_FILE, status & ~IN_REPLY_FILE
         if status not in (STATUS_OK, STATUS_ERROR, STATUS_ERROR_RETIRE, STATUS_OK_RETIRE):
             raise _Died(f"the worker sent an unknown status {status}")
         if length > max_reply:
             raise _OversizeReply(length)
+        if in_file:
+            if status not in (STATUS_OK, STATUS_OK_RETIRE):
+                raise _Died("the worker sent an error in its reply file")
+            return status, self._take_reply_file(length)
         if spool_over is not None and length > spool_over and status in (STATUS_OK, STATUS_OK_RETIRE):
             return status, _read_to_file(rfd, length, deadline)
         return status, bytes(_read_exact(rfd, length, deadline))
@@ -825,6 +870,7 @@ class WorkerPool:
                     "encoding": request.encoding,
                     "sql_dialect": request.sql_dialect,
                     "max_output_bytes": self.max_output_bytes,
+                    **({"reply_file": w.reply_path()} if self.spool_reply_bytes is not None else {}),
                 }
             )
         except orjson.JSONEncodeError:  # a lone surrogate in a name or option (the service refuses those earlier)
@@ -1000,8 +1046,7 @@ def run_forked(
             _set_limits(memory_limit_bytes)
             status, payload = _handle(_ChildState(memory_limit_bytes), header, data)
             with os.fdopen(wfd, "wb", buffering=_CHUNK) as out:
-                out.write(_REPLY.pack(status, len(payload)))
-                out.write(payload)
+                _send_reply(out, status, payload)
         except BaseException:  # our own bug: say so on stderr; the parent answers for the missing reply
             import traceback
 
@@ -1141,7 +1186,166 @@ def _text_floor(artifact: dict[str, Any]) -> int:
     return total
 
 
-def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[int, bytes]:
+_Error = Callable[..., tuple[int, bytes]]
+
+
+class _OutputTooLarge(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+class ArtifactOut:
+    """The artifact's JSON as the worker writes it (``shared.artifact.built.dump_checked``): in memory up to
+    ``_REPLY_IN_MEMORY`` bytes, then in a file (``path``, the pool's reply file for the slot, else an anonymous
+    temporary one), so the bytes of a big artifact never sit in the worker's heap; a write that takes it over
+    ``limit`` bytes raises ``_OutputTooLarge``."""
+
+    def __init__(self, limit: int, path: str | None = None) -> None:
+        self.limit = limit
+        self.size = 0
+        self._buf = bytearray()
+        self.file: Any = None
+        self.path = path  # the pool's reply file for this slot (the parent takes it as is), else an anonymous one
+
+    @property
+    def in_reply_file(self) -> bool:
+        return self.file is not None and self.path is not None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def write(self, part: bytes | memoryview) -> None:
+        self.size += len(part)
+        if self.size > self.limit:
+            raise _OutputTooLarge(self.size)
+        if self.file is not None:
+            self.file.write(part)
+            return
+        self._buf += part
+        if len(self._buf) > _REPLY_IN_MEMORY:
+            if self.path is not None:
+                fd = os.open(self.path, os.O_RDWR | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
+                self.file = os.fdopen(fd, "w+b")
+            else:
+                import tempfile
+
+                self.file = tempfile.TemporaryFile(prefix="extract-artifact-")  # noqa: SIM115  (closed by close())
+            self.file.write(self._buf)
+            self._buf = bytearray()
+
+    def getvalue(self) -> bytes:
+        """The whole JSON (for the check of the bytes, or a small reply)."""
+        if self.file is None:
+            return bytes(self._buf)
+        self.file.flush()
+        self.file.seek(0)
+        return bytes(self.file.read())
+
+    def send(self, fd: int) -> None:
+        """Write the bytes to ``fd`` (a blocking pipe): from the file by the kernel (``sendfile``)."""
+        if self.file is None:
+            _write_blocking(fd, self._buf)
+            return
+        self.file.flush()
+        offset = 0
+        while offset < self.size:
+            sent = os.sendfile(fd, self.file.fileno(), offset, self.size - offset)
+            if sent == 0:
+                raise OSError("the artifact's temporary file ended early")
+            offset += sent
+
+    def release(self) -> None:
+        """The reply file written out and let go of (the parent takes it as it is)."""
+        self.file.flush()
+        self.file.close()
+        self.file = None
+
+    def close(self) -> None:
+        """The bytes dropped (a reply file emptied: they are not a reply)."""
+        self._buf = bytearray()
+        if self.file is not None:
+            if self.path is not None:
+                self.file.truncate(0)
+            self.file.close()
+            self.file = None
+
+
+def _write_blocking(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _send_reply(wf: Any, status: int, payload: bytes | ArtifactOut) -> None:
+    """A reply frame on ``wf`` (a buffered writer on a blocking pipe): the status, the length and the payload (none
+    when it is in the pool's reply file, written out before the parent hears of it)."""
+    if isinstance(payload, ArtifactOut) and payload.in_reply_file:
+        payload.release()
+        wf.write(_REPLY.pack(status | IN_REPLY_FILE, len(payload)))
+        wf.flush()
+        return
+    wf.write(_REPLY.pack(status, len(payload)))
+    if isinstance(payload, bytes):
+        wf.write(payload)
+        wf.flush()
+        return
+    wf.flush()
+    try:
+        payload.send(wf.fileno())
+    finally:
+        payload.close()
+
+
+def _serialize(
+    state: _ChildState, artifact: dict[str, Any], header: dict[str, Any], original_size: int, error: _Error
+) -> tuple[int, bytes | ArtifactOut]:
+    """The artifact checked and serialized in one pass; its JSON (``ArtifactOut``), or the error reply."""
+    import orjson
+
+    from shared.artifact import InvalidArtifact, check_artifact
+    from shared.artifact.built import dump_checked
+    from shared.contract import ErrorCode
+
+    fmt = str(header.get("format"))
+    max_output = int(header["max_output_bytes"])
+    out = ArtifactOut(max_output, header.get("reply_file"))
+    try:
+        checked = dump_checked(artifact, format=fmt, original_size=original_size, write=out.write)
+        del artifact
+        if not checked:
+            # The bytes that leave are checked by the shared validator here, in the worker: within the
+            # extraction's time limit, in parallel across workers, and off the service's event loop. An artifact
+            # the objects' check passed is valid as these bytes; any other is checked (and reported) from them.
+            if state.memory_limit > 0:
+                _set_limits(state.memory_limit + _VALIDATE_MEMORY_FACTOR * len(out))
+            check_artifact(out.getvalue(), format=fmt, original_size=original_size)
+    except orjson.JSONEncodeError as exc:
+        out.close()
+        return error(ErrorCode.CORRUPT, f"the {fmt} extractor produced an artifact that is not JSON: {exc}")
+    except _OutputTooLarge as exc:
+        out.close()
+        return error(
+            ErrorCode.RESOURCE_LIMIT,
+            f"the artifact is at least {exc.size} bytes, over this service's limit of {max_output} bytes",
+        )
+    except InvalidArtifact as exc:
+        out.close()
+        return error(
+            ErrorCode.CORRUPT,
+            f"the {fmt} extractor produced an invalid artifact for this file ({len(exc.violations)} rule(s) "
+            "broken); this is a bug in the extractor, recorded in the service log",
+            log=f"the {fmt} extractor ({header['extractor']}) produced an invalid artifact: "
+            + "; ".join(str(v) for v in exc.violations[:50]),
+        )
+    except BaseException:
+        out.close()
+        raise
+    # After a big artifact the heap may stay larger than the restored limit allows: a fresh worker takes over.
+    return (STATUS_OK_RETIRE if len(out) > _RETIRE_AFTER_BYTES else STATUS_OK), out
+
+
+def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[int, bytes | ArtifactOut]:
     import traceback
 
     import orjson
@@ -1199,47 +1403,18 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
         # The parser is done: what follows is our own code on an artifact bounded by max_output_bytes. Checking it
         # and serializing it cost memory in proportion to that bound, not to the file, so the limit that contained
         # the parser is raised by that much here (orjson crashes rather than raising when an allocation fails) and
-        # set back afterwards. The check reads the objects, not their JSON (no parse-back; a yes means the bytes
-        # below are valid): its copies are containers only, fewer than parsing the bytes back made, which ran
-        # under the validation factor of their size (at most max_output): the same bound covers it and the dumps.
-        from shared.artifact import InvalidArtifact, check_artifact
-        from shared.artifact.built import holds
-
+        # set back afterwards. One pass checks the objects a chunk at a time (no parse-back; a yes means the bytes
+        # are valid) and serializes each chunk at once into the reply (a temporary file past a few MB), dropping
+        # the chunk's objects: the artifact's objects and its bytes never coexist whole, and an artifact over
+        # max_output is refused as soon as its bytes pass it. The check's copies are a chunk's containers, and the
+        # whole artifact's JSON is only read back when the check said no, under the validation factor of its size.
         if state.memory_limit > 0:
             _set_limits(state.memory_limit + max(_SERIALIZE_MEMORY_FACTOR, _VALIDATE_MEMORY_FACTOR) * max_output)
         try:
-            checked = holds(artifact, format=fmt, original_size=original_size)
-            try:
-                out = orjson.dumps(artifact)
-            except orjson.JSONEncodeError as exc:
-                return error(ErrorCode.CORRUPT, f"the {fmt} extractor produced an artifact that is not JSON: {exc}")
-            del artifact
-            if len(out) > max_output:
-                return error(
-                    ErrorCode.RESOURCE_LIMIT,
-                    f"the artifact is {len(out)} bytes, over this service's limit of {max_output} bytes",
-                )
-            # The bytes that leave are checked by the shared validator here, in the worker: within the extraction's
-            # time limit, in parallel across workers, and off the service's event loop. An artifact the objects'
-            # check passed is valid as these bytes; any other is checked (and reported) from the bytes.
-            if state.memory_limit > 0:
-                _set_limits(state.memory_limit + _VALIDATE_MEMORY_FACTOR * len(out))
-            try:
-                if not checked:
-                    check_artifact(out, format=fmt, original_size=original_size)
-            except InvalidArtifact as exc:
-                return error(
-                    ErrorCode.CORRUPT,
-                    f"the {fmt} extractor produced an invalid artifact for this file ({len(exc.violations)} rule(s) "
-                    "broken); this is a bug in the extractor, recorded in the service log",
-                    log=f"the {fmt} extractor ({header['extractor']}) produced an invalid artifact: "
-                    + "; ".join(str(v) for v in exc.violations[:50]),
-                )
+            return _serialize(state, artifact, header, original_size, error)
         finally:
             if state.memory_limit > 0:
                 _set_limits(state.memory_limit)
-        # After a big artifact the heap may stay larger than the restored limit allows: a fresh worker takes over.
-        return (STATUS_OK_RETIRE if len(out) > _RETIRE_AFTER_BYTES else STATUS_OK), out
     except ExtractionError as exc:
         return error(exc.code, exc.message)
     except MemoryError:  # no allocation here: the heap may be at the limit (the reply was made in advance)
@@ -1318,9 +1493,7 @@ def _child_main(argv: list[str]) -> None:
             os._exit(0)
         status, payload = _handle(state, header, data)
         del data
-        wf.write(_REPLY.pack(status, len(payload)))
-        wf.write(payload)
-        wf.flush()
+        _send_reply(wf, status, payload)
         del payload
         if status in (STATUS_ERROR_RETIRE, STATUS_OK_RETIRE):
             os._exit(0)

@@ -6,6 +6,7 @@ into objects) is also judged by ``check_built``, which must give the same verdic
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 import shared.artifact as artifact_pkg
 from shared.artifact import InvalidArtifact, check_artifact
-from shared.artifact.built import check_built, holds
+from shared.artifact.built import check_built, dump_checked, holds
 
 
 def _verdict(run: Callable[[], object]) -> list[str] | None:
@@ -25,13 +26,35 @@ def _verdict(run: Callable[[], object]) -> list[str] | None:
     return None
 
 
+def _dumped_checked(doc: Any, fmt: str, size: int) -> tuple[bytes, bool | str]:
+    """What ``dump_checked`` writes for a copy of ``doc`` (which it consumes), and its verdict (or orjson's error)."""
+    parts: list[bytes] = []
+    try:
+        held: bool | str = dump_checked(
+            copy.deepcopy(doc), format=fmt, original_size=size, write=lambda b: parts.append(bytes(b))
+        )
+    except orjson.JSONEncodeError as exc:
+        held = str(exc)
+    return b"".join(parts), held
+
+
 def assert_same_verdict(doc: Any, fmt: str, size: int) -> bool | None:
-    """Both verdicts on ``doc`` agree; returns what ``holds`` said (None: orjson cannot serialize ``doc``)."""
+    """Both verdicts on ``doc`` agree; returns what ``holds`` said (None: orjson cannot serialize ``doc``). The one
+    pass that checks and serializes (``dump_checked``) writes exactly ``orjson.dumps(doc)`` (or raises its error)
+    and gives ``holds``' verdict."""
     said = holds(doc, format=fmt, original_size=size)
+    written, held = _dumped_checked(doc, fmt, size)
     try:
         raw = orjson.dumps(doc)
-    except orjson.JSONEncodeError:  # no JSON to judge: the worker serializes after the check and refuses it there
+    except orjson.JSONEncodeError as exc:  # no JSON to judge: the worker refuses it at the dumps
+        refused = str(exc)
+    else:
+        refused = None
+    if refused is not None:
+        assert held == refused
         return None
+    assert written == raw
+    assert held is said
     expected = _verdict(lambda: check_artifact(raw, format=fmt, original_size=size))
     assert not (said and expected is not None), f"holds() passed an artifact whose JSON fails: {expected}"
     assert _verdict(lambda: check_built(doc, format=fmt, original_size=size)) == expected

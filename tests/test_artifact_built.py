@@ -7,8 +7,10 @@ import enum
 import math
 from typing import Any
 
+import orjson
 import pytest
 
+from shared.artifact.built import dump_checked
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import INT64_MAX
 from tests.built_verdict import assert_same_verdict
@@ -115,3 +117,74 @@ def test_blocks_and_rows_as_tuples_are_judged_whole() -> None:
     assert assert_same_verdict(doc, "csv", 10**6) is True  # orjson writes them as arrays: valid
     doc["blocks"][3]["id"] = ""
     assert assert_same_verdict(doc, "csv", 10**6) is False
+
+
+def _lists(depth: int) -> Any:
+    inner: Any = 0
+    for _ in range(depth):
+        inner = [inner]
+    return inner
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param(("options", "x"), id="in the options (depth 2)"),
+        pytest.param(("blocks", 0, "attrs", "x"), id="in a block's attrs (depth 4)"),
+        pytest.param(("blocks", 1, "attrs"), id="for a block's attrs, in the second block"),
+        pytest.param(("tables", 0, "attrs"), id="for a table's attrs (depth 3)"),
+        pytest.param(("tables", 0, "rows", 1, 1), id="in a cell (depth 5)"),
+    ],
+)
+def test_the_one_pass_writes_exactly_the_dumps_at_orjsons_nesting_limit(where: tuple[Any, ...]) -> None:
+    """Each part of the artifact is serialized at its own depth: nesting one level past orjson's limit is refused
+    (with orjson's error) wherever it is, and one level less is written as the whole dumps writes it."""
+    outcomes = []
+    for depth in range(240, 256):
+        doc = _valid()
+        doc["blocks"].append({**doc["blocks"][0], "id": "b9"})
+        parent: Any = doc
+        for key in where[:-1]:
+            parent = parent.setdefault(key, {}) if isinstance(parent, dict) else parent[key]
+        parent[where[-1]] = _lists(depth)
+        outcomes.append(assert_same_verdict(doc, "csv", SIZE))  # the bytes and the error compared there
+    assert outcomes[0] is False
+    assert outcomes[-1] is None
+
+
+def test_the_one_pass_drops_each_chunk_once_written() -> None:
+    doc = _long(5000)
+    blocks, rows = doc["blocks"], doc["tables"][0]["rows"]
+    seen: list[int] = []
+
+    def write(part: bytes | memoryview) -> None:
+        seen.append(sum(b is None for b in blocks) + sum(r is None for r in rows))
+
+    assert dump_checked(doc, format="csv", original_size=10**6, write=write) is True
+    assert blocks == [None] * 5000
+    assert rows == [None] * 5000
+    assert seen[-1] == 10_000
+    assert 0 < seen[len(seen) // 2] < 10_000
+
+
+def test_keys_orjson_refuses_are_refused_by_the_one_pass() -> None:
+    class Key(str):
+        pass
+
+    doc = _valid()
+    doc["tables"][0][Key("k")] = 1  # orjson: "Dict key must be str"
+    assert assert_same_verdict(doc, "csv", SIZE) is None
+    doc = _valid()
+    doc[Key("k")] = 1
+    assert assert_same_verdict(doc, "csv", SIZE) is None
+
+
+def test_an_artifact_of_another_shape_is_judged_and_written_whole() -> None:
+    class Doc(dict[str, Any]):
+        pass
+
+    parts: list[bytes] = []
+    doc = Doc(_valid())
+    assert dump_checked(doc, format="csv", original_size=SIZE, write=lambda b: parts.append(bytes(b))) is True
+    assert parts == [orjson.dumps(_valid())]  # one part: not written a chunk at a time
+    assert doc["blocks"][0] is not None

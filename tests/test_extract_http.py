@@ -7,6 +7,7 @@ use this deployment's own format modules.
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import logging
 import os
@@ -1081,6 +1082,26 @@ def test_live_a_big_artifact_is_streamed_from_a_file(guarded: tuple[tuple[str, i
     assert r.status_code == 200
     assert int(r.headers["content-length"]) == len(r.content) > 4096
     validate_artifact(r.content, format="text", original_size=len(body))
+
+
+def test_a_spooled_artifact_is_streamed_to_its_announced_length() -> None:
+    """A reply file that holds more than its reply announced (a worker that wrote on) sends the length only."""
+    import tempfile
+
+    from extract_fn.app import _artifact_response
+    from extract_fn.workers import SpooledReply
+
+    file = tempfile.TemporaryFile()  # noqa: SIM115  (closed by the response, as the service's)
+    file.write(b"x" * 3_000_000)
+    file.seek(0)
+    response = _artifact_response(SpooledReply(file, 2_500_000))
+
+    async def body() -> bytes:
+        return b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[attr-defined]
+
+    assert asyncio.run(body()) == b"x" * 2_500_000
+    assert response.headers["content-length"] == "2500000"
+    assert file.closed
 
 
 def test_live_a_callers_full_share_is_503_before_its_body_is_read(

@@ -17,10 +17,12 @@ from typing import Any
 import orjson
 import pytest
 
+from extract_fn import workers
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.workers import PoolUnavailable, WorkerPool
-from shared.artifact import validate_artifact
+from extract_fn.workers import PoolUnavailable, WorkerPool, run_forked
+from shared.artifact import InvalidArtifact, check_artifact, validate_artifact
 from shared.contract import ErrorCode, ExtractionError
+from tests.hostile_extractors import echo, invalid_artifact
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -119,9 +121,13 @@ def test_messages_say_what_happened(solo: WorkerPool) -> None:
         msg
         == f"the artifact's text alone is {3 * MAX_OUTPUT} characters, over this service's limit of {MAX_OUTPUT} bytes"
     )
-    msg = _error(solo, "echo", b"a\n" * 50_000).message  # little text, many blocks: refused once serialized
-    assert msg.startswith("the artifact is ")
+    many = b"a\n" * 50_000  # little text, many blocks: refused as its bytes pass the limit, not all serialized
+    msg = _error(solo, "echo", many).message
+    assert msg.startswith("the artifact is at least ")
     assert msg.endswith(f"bytes, over this service's limit of {MAX_OUTPUT} bytes")
+    written = int(msg.removeprefix("the artifact is at least ").split()[0])
+    whole = len(orjson.dumps(echo(many, _request(max_output_bytes=MAX_OUTPUT))))
+    assert MAX_OUTPUT < written < whole
     assert "cannot be loaded" in _error(solo, "import_missing").message
 
 
@@ -386,6 +392,37 @@ def test_run_forked_gives_the_pools_answers(extractor: str, code: ErrorCode | No
     validate_artifact(_forked("echo", b"a\n"), format="text", original_size=2)
 
 
+def _many_lines(n: int) -> bytes:
+    return b"".join(b"line %d of a file with many lines\n" % i for i in range(n))
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["pool", "run_forked"])
+def test_a_big_artifact_leaves_the_worker_as_orjson_writes_it(duo: WorkerPool, forked: bool) -> None:
+    """Past a few MB the worker writes the artifact to a temporary file as it serializes it, and sends the file."""
+    data = _many_lines(60_000)
+    if forked:
+        raw = run_forked(
+            H + "echo", data, _request(), timeout_s=GENEROUS_S, memory_limit_bytes=1024 * MIB, max_output_bytes=64 * MIB
+        )
+    else:
+        raw = duo.run_sync(H + "echo", data, _request())
+    expected = echo(data, _request(max_output_bytes=64 * MIB))
+    expected["attrs"]["pid"] = orjson.loads(raw)["attrs"]["pid"]
+    assert raw == orjson.dumps(expected)
+    assert len(raw) > workers._REPLY_IN_MEMORY
+
+
+def test_a_big_invalid_artifact_is_reported_from_its_bytes(duo: WorkerPool) -> None:
+    data = _many_lines(60_000)
+    doc = invalid_artifact(data, _request(max_output_bytes=64 * MIB))
+    assert len(orjson.dumps(doc)) > workers._REPLY_IN_MEMORY  # read back from the worker's temporary file
+    with pytest.raises(InvalidArtifact) as expected:
+        check_artifact(orjson.dumps(doc), format="text", original_size=len(data))
+    err = _error(duo, "invalid_artifact", data)
+    assert err.code == ErrorCode.CORRUPT
+    assert f"({len(expected.value.violations)} rule(s) broken)" in err.message
+
+
 def test_run_forked_returns_a_valid_artifact() -> None:
     raw = _forked("echo", b"a\nb\n")
     validate_artifact(raw, format="text", original_size=4)
@@ -603,6 +640,39 @@ def test_a_big_artifact_comes_through_a_temporary_file() -> None:
         validate_artifact(raw, format="text", original_size=len(data))
     finally:
         big.close()
+
+
+def test_a_very_big_artifact_is_handed_over_in_the_workers_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past a few MB the worker writes the artifact into the slot's reply file, which becomes the SpooledReply
+    itself (no copy through the pipe); the file is unlinked once taken, and the next big reply gets a new one."""
+    from extract_fn.workers import SpooledReply
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the pool makes its reply files (the child inherits TMPDIR)
+    monkeypatch.setattr("tempfile.tempdir", None)
+    data = _many_lines(60_000)
+    expected = echo(data, _request(max_output_bytes=64 * MIB))
+    with WorkerPool(
+        1, timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=64 * MIB, spool_reply_bytes=4096
+    ) as pool:
+        replies = [pool.run_sync(H + "echo", data, _request()) for _ in range(2)]
+        for reply in replies:
+            assert isinstance(reply, SpooledReply)
+            assert os.fstat(reply.file.fileno()).st_nlink == 0  # the worker's own file, taken and unlinked
+        assert list(tmp_path.iterdir()) == []  # each taken: the slot makes a new one for its next request
+        small = pool.run_sync(H + "summarize", b"x", _request())
+        assert isinstance(small, bytes)
+        assert [p.name.startswith("extract-reply-") for p in tmp_path.iterdir()] == [True]  # made, left unused
+    assert list(tmp_path.iterdir()) == []  # the unused one goes with its slot
+    for reply in replies:
+        try:
+            raw = reply.read_all()
+            expected["attrs"]["pid"] = orjson.loads(raw)["attrs"]["pid"]
+            assert raw == orjson.dumps(expected)
+            assert len(reply) == len(raw) > workers._REPLY_IN_MEMORY
+        finally:
+            reply.close()
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -20,14 +20,17 @@ never yes where they would not. What differs between the objects and their JSON,
 
 from __future__ import annotations
 
+import functools
 import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 import msgspec
 import orjson
 
 from shared.artifact import check_artifact, fast, schema
+from shared.artifact.check import ROW_CHUNK
+from shared.artifact.fast import BLOCK_CHUNK
 from shared.artifact.rules import ARTIFACT, BLOCK, TABLE, Kind
 
 _TYPE: Final = schema.typed_dict(ARTIFACT)
@@ -88,3 +91,135 @@ def check_built(doc: Mapping[str, Any], *, format: str, original_size: int) -> N
     verdict means nothing: the caller serializes it anyway, and ``orjson.dumps`` refuses it there."""
     if not holds(doc, format=format, original_size=original_size):
         check_artifact(orjson.dumps(doc), format=format, original_size=original_size)
+
+
+# -- checked as it is serialized ---------------------------------------------------------------------------------
+
+Write = Callable[[bytes | memoryview], object]
+# A value's JSON written at its depth in the artifact: orjson refuses nesting past its limit counting from the top,
+# so a part serialized alone is wrapped in as many arrays as it has containers above it, and those brackets cut off
+# (an artifact's value at depth 1 of it, a table's value at 3, a chunk of blocks stands for the blocks at 1, one of
+# rows for the rows at 3). The pieces joined are then exactly ``orjson.dumps(doc)``, refusals included.
+_TOP: Final = 1
+_IN_TABLE: Final = 3
+
+
+def _dumps_at(value: Any, depth: int, *, inner: bool = False) -> memoryview:
+    """``value``'s JSON serialized at ``depth``; ``inner``: without its own brackets (a chunk of a list)."""
+    for _ in range(depth):
+        value = [value]
+    raw = orjson.dumps(value)
+    cut = depth + inner
+    return memoryview(raw)[cut : len(raw) - cut]
+
+
+def dump_checked(doc: dict[str, Any], *, format: str, original_size: int, write: Write) -> bool:
+    """``orjson.dumps(doc)``, written through ``write`` a part at a time (the bytes joined are exactly those), and
+    ``holds``' verdict on it, tested on each chunk of blocks and rows just before the chunk is serialized. Each
+    chunk's objects leave ``doc``'s lists once written (they are set to None): the artifact's objects and its bytes
+    never coexist whole. Raises ``orjson.JSONEncodeError`` as ``orjson.dumps(doc)`` does (after writing what comes
+    before) and whatever ``write`` raises (a size limit); the cyclic collector is paused for the call."""
+    if original_size < 0:
+        raise ValueError("original_size must be 0 or more")
+    if not _streamable(doc):  # not the usual shape: judged, then serialized, whole (and most likely refused)
+        held = holds(doc, format=format, original_size=original_size)
+        write(orjson.dumps(doc))
+        return held
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Pass(doc, format, original_size, write).run()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _plain_dict(value: Any) -> bool:
+    return type(value) is dict and all(type(k) is str for k in value)
+
+
+def _streamable(doc: Any) -> bool:
+    """A dict of str keys whose blocks, tables and rows are lists: the shape written a part at a time."""
+    if not _plain_dict(doc):
+        return False
+    tables = doc.get("tables", [])
+    return (
+        type(doc.get("blocks")) is list
+        and type(tables) is list
+        and all(_plain_dict(t) and type(t.get("rows")) is list for t in tables)
+    )
+
+
+class _Pass:
+    """One pass over a streamable artifact: each part tested (while ``ok``), then written, then dropped."""
+
+    def __init__(self, doc: dict[str, Any], fmt: str, original_size: int, write: Write) -> None:
+        self.doc, self.write = doc, write
+        self.bounds = fast.bounds_of(original_size)
+        self.ids = fast.new_ids()
+        self.known: dict[str, set[str]] = {}
+        tables = doc.get("tables", [])
+        top: dict[str, Any] = {**doc, "blocks": []}
+        if "tables" in doc:
+            top["tables"] = [{**t, "rows": []} for t in tables]
+        self.typed: dict[str, Any] | None = _convert(top, _TYPE)
+        self.ok = self.typed is not None and fast.head_holds(self.typed, fmt, self.bounds)
+
+    def run(self) -> bool:
+        self.write(b"{")
+        for i, (key, value) in enumerate(self.doc.items()):
+            self._key(key, first=i == 0)
+            if key == "blocks":
+                self._items(value, _TOP, BLOCK_CHUNK, self._blocks_hold)
+            elif key == "tables":
+                self._tables(value)
+            else:
+                self.write(_dumps_at(value, _TOP))
+        self.write(b"}")
+        return self.ok
+
+    def _key(self, key: str, *, first: bool) -> None:
+        self.write(orjson.dumps(key) + b":" if first else b"," + orjson.dumps(key) + b":")
+
+    def _tables(self, tables: list[dict[str, Any]]) -> None:
+        self.write(b"[")
+        typed_tables = self.typed.get("tables", []) if self.typed is not None else []
+        for n, table in enumerate(tables):
+            types = fast.column_types(typed_tables[n]) if self.ok else []
+            self.write(b"{" if n == 0 else b",{")
+            for i, (key, value) in enumerate(table.items()):
+                self._key(key, first=i == 0)
+                if key == "rows":
+                    self._items(value, _IN_TABLE, ROW_CHUNK, functools.partial(self._rows_hold, types=types))
+                else:
+                    self.write(_dumps_at(value, _IN_TABLE))
+            self.write(b"}")
+        self.write(b"]")
+
+    def _items(self, items: list[Any], depth: int, size: int, test: Callable[[list[Any]], bool]) -> None:
+        """A list of blocks or rows at ``depth``: each chunk tested, written, and its objects dropped."""
+        self.write(b"[")
+        for lo in range(0, len(items), size):
+            chunk = items[lo : lo + size]
+            if self.ok:
+                self.ok = test(chunk)
+            if lo:
+                self.write(b",")
+            self.write(_dumps_at(chunk, depth, inner=True))  # the chunk stands for its list, at the list's depth
+            items[lo : lo + size] = [None] * len(chunk)
+            del chunk
+        self.write(b"]")
+
+    def _blocks_hold(self, chunk: list[Any]) -> bool:
+        return fast.blocks_hold(_convert(chunk, _BLOCKS), self.ids, self.bounds)
+
+    def _rows_hold(self, chunk: list[Any], types: list[str]) -> bool:
+        return fast.rows_hold(_convert(chunk, _ROWS), types, self.known)
+
+
+def _convert(value: Any, kind: Any) -> Any:
+    """``value`` converted to ``kind`` (None: it is not of that type)."""
+    try:
+        return msgspec.convert(value, kind)
+    except (msgspec.ValidationError, RecursionError):
+        return None

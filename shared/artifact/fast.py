@@ -48,6 +48,34 @@ def holds(
     each chunk of blocks once it has passed, while it is still in the cache (the models are built there).
     ``chunks(items, size)``: the blocks (``doc["blocks"]``) and each table's rows, ``size`` at a time, as the
     tests read them; ``built`` passes each chunk converted to its type there (None: a chunk that is not)."""
+    bounds = bounds_of(original_size)
+    if not head_holds(doc, fmt, bounds):
+        return False
+    for table in doc.get("tables", ()):
+        types = column_types(table)
+        if not all(rows_hold(chunk, types, known) for chunk in chunks(table["rows"], ROW_CHUNK)):
+            return False
+    ids = new_ids()
+    for chunk in chunks(doc["blocks"], BLOCK_CHUNK):
+        if chunk is None or not blocks_hold(chunk, ids, bounds):
+            return False
+        if each_chunk is not None:
+            each_chunk(chunk)
+    return True
+
+
+# The parts of ``holds``, for a caller that reaches the blocks and rows in its own order (``built.dump_checked``
+# tests each chunk as it serializes it): the verdict is the same whatever the order of the parts.
+
+
+def bounds_of(original_size: int) -> dict[str | None, int]:
+    """The locators' bounds (``rules.PAIRS``' ``bound``) for an original of ``original_size`` bytes."""
+    return {"lines": min(original_size + 1, INT64_MAX), "chars": min(original_size, INT64_MAX), None: INT64_MAX}
+
+
+def head_holds(doc: dict[str, Any], fmt: str, bounds: dict[str | None, int]) -> bool:
+    """Every rule but those of the blocks and the tables' rows: the format, the coverage, the free objects, the
+    tables' ids and locators."""
     cov = doc["coverage"]
     if doc["format"] != fmt or cov["extracted"] > cov["total"]:
         return False
@@ -55,25 +83,38 @@ def holds(
     if cov.get("complete", complete) != complete:
         return False
     tables = doc.get("tables", ())
-    bounds = {"lines": min(original_size + 1, INT64_MAX), "chars": min(original_size, INT64_MAX), None: INT64_MAX}
-    if not (
+    return (
         _frees_ok([doc["options"], doc["attrs"], *(t["attrs"] for t in tables if "attrs" in t)])
         and _ids_ok(tables, set(), parents=False)
         and _locators_ok(list(map(_GET_LOCATOR, tables)), bounds)
-        and all(_rows_ok(t, known, chunks) for t in tables)
-    ):
+    )
+
+
+def column_types(table: dict[str, Any]) -> list[str]:
+    """A table's column types, which ``rows_hold`` tests its rows against."""
+    return [c["type"] for c in table["columns"]]
+
+
+def rows_hold(chunk: list[Any] | None, types: list[str], known: dict[str, set[str]]) -> bool:
+    """A chunk of a table's rows (None: one that is not of its type): each row as wide as the columns, and each
+    column passing ``cells.column_ok``."""
+    if chunk is None or set(map(len, chunk)) != {len(types)}:
         return False
-    ids: set[Any] = {_NO_PARENT}
-    for chunk in chunks(doc["blocks"], BLOCK_CHUNK):
-        if chunk is None or not (
-            _ids_ok(chunk, ids)
-            and _attrs_ok([b["attrs"] for b in chunk if "attrs" in b])
-            and _locators_ok(list(map(_GET_LOCATOR, chunk)), bounds)
-        ):
-            return False
-        if each_chunk is not None:
-            each_chunk(chunk)
-    return True
+    return all(map(cells.column_ok, zip(*chunk, strict=True), types, repeat(known)))
+
+
+def new_ids() -> set[Any]:
+    """The ids seen before the first chunk of blocks (``blocks_hold`` adds each chunk's)."""
+    return {_NO_PARENT}
+
+
+def blocks_hold(chunk: list[Any] | None, ids: set[Any], bounds: dict[str | None, int]) -> bool:
+    """A chunk of blocks (None: one that is not of its type), after the earlier chunks, whose ids are ``ids``."""
+    return chunk is not None and (
+        _ids_ok(chunk, ids)
+        and _attrs_ok([b["attrs"] for b in chunk if "attrs" in b])
+        and _locators_ok(list(map(_GET_LOCATOR, chunk)), bounds)
+    )
 
 
 def _ids_ok(items: Sequence[dict[str, Any]], seen: set[Any], *, parents: bool = True) -> bool:
@@ -150,17 +191,4 @@ def _locators_ok(locs: list[dict[str, Any]], bounds: dict[str | None, int]) -> b
         # unused start, so equal counts mean the same locators
         if first == pair.unused and starts.count(pair.unused) != ends.count(pair.unused):
             return False
-    return True
-
-
-def _rows_ok(table: dict[str, Any], known: dict[str, set[str]], chunks: Chunks) -> bool:
-    """Each row as wide as the columns, and each column of each chunk of rows passing ``cells.column_ok``."""
-    types = [c["type"] for c in table["columns"]]
-    width = {len(types)}
-    for chunk in chunks(table["rows"], ROW_CHUNK):
-        if chunk is None or set(map(len, chunk)) != width:
-            return False
-        for col, ctype in zip(zip(*chunk, strict=True), types, strict=True):
-            if not cells.column_ok(col, ctype, known):
-                return False
     return True
