@@ -815,7 +815,7 @@ def _template_of(cls: type, items: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     o = cls()
     for k, v in items:
         setattr(o, k, v)
-    return o.__dict__
+    return cast("dict[str, Any]", o.__dict__)
 
 
 def _row_locators(
