@@ -125,6 +125,8 @@ _FLOATS = [15.0, -0.0, 0.1, 1e-05, 1e20, 2.0**63, -(2.0**63), 2.0**63 - 1024, 1e
     [
         _FLOATS,  # finite: the C path, with integral values and exponents fixed one by one
         [0.5, 0.25, 3.125],  # nothing to fix
+        [1.0, -3.0, -0.0, 2.0**62],  # whole numbers within int64: ints, in C
+        [1.0, 2.0**63],  # a whole number past int64: its digits
         [*_FLOATS, float("nan")],  # a NaN: value by value
         [1.0, float("-inf")],
         [1.5e308, 1.5e308, 2.5],  # finite values whose sum is not: value by value

@@ -318,6 +318,8 @@ def exact_numbers(values: Sequence[float]) -> list[int | float | str | None]:
     then ``exact_number`` only of the values whose ``repr`` is not their exact text (integral ones, exponents)."""
     if not values or not math.isfinite(sum(values)):  # a NaN or an infinity (or a sum past a float's range)
         return list(map(exact_number, values))
+    if all(map(float.is_integer, values)) and min(values) > -_TWO_63 and max(values) < _TWO_63:
+        return list(map(int, values))  # a column of whole numbers (ids, counts)
     texts = list(map(repr, values))
     integral = itertools.compress(range(len(values)), map(float.is_integer, values))
     exponent = itertools.compress(range(len(values)), map(operator.contains, texts, itertools.repeat("e")))
