@@ -636,7 +636,7 @@ class ArtifactBuilder:
             raise ValueError(f"block id {next(i for i in ids if i in self._ids)!r} is not unique")
 
         # Locators in the key order tabular artifacts have always had: line, page, sheet, row; the locators and
-        # blocks are key-sharing dicts (see ``_RowLocator``), about half a literal's memory.
+        # blocks are key-sharing dicts (see ``_template``), about half a literal's memory.
         locs = _row_locators(rows, lines, head)
         blocks = _row_block_dicts(ids, kept_texts, locs, parent=parent, path=path, keys=[], attrs=block_attrs)
 
@@ -771,25 +771,51 @@ class ArtifactBuilder:
         return artifact
 
 
-# Row blocks and their locators are instances' ``__dict__``, not dict literals. A table of a million rows makes a
-# million block dicts and a million locator dicts, all with the same keys in the same order. A literal holds its own
-# keys table (a 2-key locator 184 bytes, a 7-key block 272); the ``__dict__`` of instances of one class share
-# theirs (PEP 412's key-sharing dicts): about 216 MB less for a million rows, for a few percent more time to make
-# them. They are plain ``dict`` objects (``type(d) is dict``): orjson, msgspec and every reader see the same keys,
-# values and order; one that later gains or loses a key becomes an ordinary dict. Each class's instances set their
-# attributes in one order, so the keys stay shared.
+# Row blocks and their locators are key-sharing dicts, not dict literals. A table of a million rows makes a million
+# block dicts and a million locator dicts, all with the same keys in the same order. A literal holds its own keys
+# table (a 2-key locator 184 bytes, a 7-key block 272); dicts that share one keys table (PEP 412's split tables) hold
+# only their values: about 216 MB less for a million rows. The one way Python makes such a dict is an instance's
+# ``__dict__``; ``dict.copy`` of one is another that shares its keys (CPython copies a split table as a split table),
+# so each call makes one template (an instance's ``__dict__`` with every key set, in order) and copies it per row,
+# setting only the values that differ: a C call and two or three stores a row instead of an instance and an attribute
+# store per key. They are plain ``dict`` objects (``type(d) is dict``): orjson, msgspec and every reader see the same
+# keys, values and order; one that later gains or loses a key becomes an ordinary dict.
 
 
 class _RowLocator:
-    """Its instances' ``__dict__`` are row locators ``{row_start, row_end}``."""
+    """Its instances' ``__dict__`` are the templates of row locators ``{row_start, row_end}``."""
 
 
 class _RowBlock:
-    """Its instances' ``__dict__`` are row blocks."""
+    """Its instances' ``__dict__`` are the templates of row blocks."""
 
 
 class _ChildRowBlock:
-    """Its instances' ``__dict__`` are row blocks with a parent."""
+    """Its instances' ``__dict__`` are the templates of row blocks with a parent."""
+
+
+def _template(cls: type, items: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """A key-sharing dict of ``items`` (in order): the ``__dict__`` of an instance of ``cls`` given them.
+
+    A class's first instances are given room for its keys table's full size (30 values, 336 bytes a dict), and so
+    are copies of their dicts; each instance made leaves the next less room, down to the keys set. So a class's first
+    template is made after ``_SETTLING`` throwaway ones (a few microseconds, once per class)."""
+    if cls not in _SETTLED:
+        for _ in range(_SETTLING):
+            _template_of(cls, items)
+        _SETTLED.add(cls)
+    return _template_of(cls, items)
+
+
+_SETTLING: Final = 40
+_SETTLED: set[type] = set()
+
+
+def _template_of(cls: type, items: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    o = cls()
+    for k, v in items:
+        setattr(o, k, v)
+    return cast("dict[str, Any]", o.__dict__)
 
 
 def _row_locators(
@@ -799,32 +825,22 @@ def _row_locators(
     out: list[dict[str, Any]] = []
     append = out.append
     cls = _RowLocator if not head and lines is None else _locator_class(tuple(head), lines is not None)
-    if lines is None and not head:
+    pair = (("line_start", 0), ("line_end", 0)) if lines is not None else ()
+    copy = _template(cls, [*pair, *head.items(), ("row_start", 0), ("row_end", 0)]).copy
+    if lines is None:
         for r in rows:
-            o = cls()
-            o.row_start = r
-            o.row_end = r
-            append(o.__dict__)
-    elif not head:
-        for (s, e), r in zip(lines or (), rows, strict=True):
-            o = cls()
-            o.line_start = s
-            o.line_end = e
-            o.row_start = r
-            o.row_end = r
-            append(o.__dict__)
+            d = copy()
+            d["row_start"] = r
+            d["row_end"] = r
+            append(d)
     else:
-        items = tuple(head.items())
-        pairs = lines if lines is not None else [None] * len(rows)
-        for pair, r in zip(pairs, rows, strict=True):
-            o = cls()
-            if pair is not None:
-                o.line_start, o.line_end = pair
-            for k, v in items:
-                setattr(o, k, v)
-            o.row_start = r
-            o.row_end = r
-            append(o.__dict__)
+        for (s, e), r in zip(lines, rows, strict=True):
+            d = copy()
+            d["line_start"] = s
+            d["line_end"] = e
+            d["row_start"] = r
+            d["row_end"] = r
+            append(d)
     return out
 
 
@@ -853,29 +869,16 @@ def _row_block_dicts(
     """The row blocks, in ``add_block``'s key order: id, type, text, [parent], section_path, locator, keys, attrs."""
     out: list[dict[str, Any]] = []
     append = out.append
-    if parent is None:
-        for i, t, loc in zip(ids, texts, locs, strict=True):
-            o = _RowBlock()
-            o.id = i  # type: ignore[attr-defined]
-            o.type = "paragraph"  # type: ignore[attr-defined]
-            o.text = t  # type: ignore[attr-defined]
-            o.section_path = path  # type: ignore[attr-defined]
-            o.locator = loc  # type: ignore[attr-defined]
-            o.keys = keys  # type: ignore[attr-defined]
-            o.attrs = attrs  # type: ignore[attr-defined]
-            append(o.__dict__)
-    else:
-        for i, t, loc in zip(ids, texts, locs, strict=True):
-            c = _ChildRowBlock()
-            c.id = i  # type: ignore[attr-defined]
-            c.type = "paragraph"  # type: ignore[attr-defined]
-            c.text = t  # type: ignore[attr-defined]
-            c.parent = parent  # type: ignore[attr-defined]
-            c.section_path = path  # type: ignore[attr-defined]
-            c.locator = loc  # type: ignore[attr-defined]
-            c.keys = keys  # type: ignore[attr-defined]
-            c.attrs = attrs  # type: ignore[attr-defined]
-            append(c.__dict__)
+    cls = _RowBlock if parent is None else _ChildRowBlock
+    head = (("id", ""), ("type", "paragraph"), ("text", ""))
+    tail = (("section_path", path), ("locator", None), ("keys", keys), ("attrs", attrs))
+    copy = _template(cls, [*head, *([("parent", parent)] if parent is not None else []), *tail]).copy
+    for i, t, loc in zip(ids, texts, locs, strict=True):
+        d = copy()
+        d["id"] = i
+        d["text"] = t
+        d["locator"] = loc
+        append(d)
     return out
 
 

@@ -8,6 +8,7 @@ TypeError while building, or building an artifact that serializes and validates.
 from __future__ import annotations
 
 import math
+import tracemalloc
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,7 +16,15 @@ import orjson
 import pytest
 
 from shared.artifact import Artifact, validate_artifact
-from shared.artifact_builder import ArtifactBuilder, clean_str, json_safe_number, make_locator, serialize
+from shared.artifact_builder import (
+    ArtifactBuilder,
+    _row_block_dicts,
+    _row_locators,
+    clean_str,
+    json_safe_number,
+    make_locator,
+    serialize,
+)
 from shared.contract import (
     INT64_MAX,
     LOST_EXACT_KEYS,
@@ -908,6 +917,34 @@ def test_row_blocks_are_plain_dicts_in_add_blocks_key_order() -> None:
     assert "keys" in blocks[1]
     assert "extra" not in blocks[1]["locator"]
     assert list(blocks[0]) == ["id", "type", "text", "section_path", "locator", "attrs"]
+
+
+def test_row_blocks_share_their_keys() -> None:
+    """Each row block and locator holds only its values (a split table), so it is smaller than the same literal;
+    a child block's keys are in add_block's order, its parent after its text."""
+    b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+    b.add_block("paragraph", "p")
+    b.add_row_blocks("t0", ["a: 1", "a: 2"], rows=[2, 3], first_index=0, lines=[(2, 2), (3, 4)])
+    b.add_row_blocks("t0", ["a: 3"], rows=[4], first_index=2, sheet="S", parent="b0")
+    ids, texts, rows = [f"r{i}" for i in range(2000)], [f"a: {i}" for i in range(2000)], list(range(2, 2002))
+    lines = [(r, r) for r in rows]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        locs = _row_locators(rows, lines, {"sheet": "S"})
+        blocks = _row_block_dicts(ids, texts, locs, parent=None, path=[], keys=[], attrs={})
+        shared = tracemalloc.get_traced_memory()[0] - before
+        literals = [{**x, "locator": dict(x["locator"])} for x in blocks]
+        alone = tracemalloc.get_traced_memory()[0] - before - shared
+    finally:
+        tracemalloc.stop()
+    assert literals == blocks
+    assert list(blocks[0]["locator"]) == ["line_start", "line_end", "sheet", "row_start", "row_end"]
+    assert shared < 0.7 * alone  # (not shared: 1.0, or twice that for dicts with room for 30 values)
+    assert list(b.blocks[3]) == ["id", "type", "text", "parent", "section_path", "locator", "keys", "attrs"]
+    assert b.blocks[3]["parent"] == "b0"
+    assert b.blocks[3]["locator"] == {"sheet": "S", "row_start": 4, "row_end": 4}
+    assert [x["id"] for x in b.blocks[:4]] == ["b0", "rt0.0", "rt0.1", "rt0.2"]
 
 
 def test_a_table_of_mixed_plain_columns_keeps_its_rows_and_still_cleans_what_needs_it() -> None:

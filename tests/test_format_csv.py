@@ -77,6 +77,44 @@ def test_line_endings_and_quoted_newlines(newline: str) -> None:
     assert t["rows"] == [[1, f"x{newline}y"], [2, "z"]]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a,b\r\n1,2\r\n3,4\r\n" * 5,  # a piece boundary inside a run of \r\n endings
+        "a,b\r1,2\r3,4\r" * 5 + "x\ny\n",  # \r endings: pieces only cut after a \n
+        "a,b\n1,\x0b2\n3,\u20284\x85\n\x0c\n" * 4 + "5,6",  # breaks splitlines knows and a CSV line does not
+        "a\n\n\nb\r\n\r\n" * 3,  # blank lines
+        "",
+    ],
+)
+def test_split_lines_is_the_line_pattern_in_any_piece_size(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    want = [m.group() for m in csv_format._LINE.finditer(text)]
+    for piece in (1, 2, 3, 7, 1 << 20):
+        monkeypatch.setattr(csv_format, "PIECE_CHARS", piece)
+        assert list(csv_format.split_lines(text)) == want
+
+
+def test_records_keep_their_lines_across_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(csv_format, "PIECE_CHARS", 4)
+    art = run(b'h,k\r\n1,"x\r\ny"\r\n\r\n2,\x0bz\n3,w')
+    locs = [b["locator"] for b in art["blocks"]]
+    assert [(loc["line_start"], loc["line_end"]) for loc in locs] == [(2, 3), (5, 5), (6, 6)]
+    assert table(art)["rows"] == [[1, "x\r\ny"], [2, "\x0bz"], [3, "w"]]
+
+
+def test_row_texts_of_full_and_partial_records() -> None:
+    names = ["a", "b{0}"]
+    full = [["1", "x"], ["2", "{y}"]]
+    assert csv_format._row_texts(names, full) == ["a: 1 | b{0}: x", "a: 2 | b{0}: {y}"]
+    assert csv_format._row_texts(names, [*full, ["", "z"], ["3"], ["4", "w", "extra"]]) == [
+        "a: 1 | b{0}: x",
+        "a: 2 | b{0}: {y}",
+        "b{0}: z",
+        "a: 3",
+        "a: 4 | b{0}: w",
+    ]
+
+
 def test_quotes_and_doubled_quotes() -> None:
     t = table(run(b'a,b\n"say ""hi""",2\n'))
     assert t["rows"] == [['say "hi"', 2]]

@@ -198,6 +198,34 @@ def test_row_blocks() -> None:
     assert art["coverage"]["complete"] is True
 
 
+def test_row_block_texts_with_and_without_nulls_in_the_batch() -> None:
+    """A batch with no null anywhere is joined at once, a batch with nulls column by column: the same texts."""
+    full = {
+        "id": [1, -2],
+        "x": [0.5, 1.0],
+        "ok": [True, False],
+        "s": ["é {0}", "|"],
+        "d": [dt.date(2021, 1, 2), dt.date(1999, 12, 31)],
+        "m": pa.array([Decimal("1.50"), Decimal("-0.25")], pa.decimal128(5, 2)),
+    }
+    want = [
+        "id: 1 | x: 0.5 | ok: true | s: é {0} | d: 2021-01-02 | m: 1.50",
+        "id: -2 | x: 1 | ok: false | s: | | d: 1999-12-31 | m: -0.25",
+    ]
+    art = run(write(pa.table(full)))
+    assert [b["text"] for b in art["blocks"]] == want
+    holes = {k: pa.concat_arrays([pa.array(v) if not isinstance(v, pa.Array) else v, pa.nulls(1, pa.array(v).type)])
+             for k, v in full.items()}  # fmt: skip
+    holes["id"] = pa.array([1, -2, 3])
+    art = run(write(pa.table(holes)))
+    assert [b["text"] for b in art["blocks"]] == [*want, "id: 3"]
+
+
+def test_one_column_without_nulls() -> None:
+    art = run(write(pa.table({"only": ["a", "b"]})))
+    assert [b["text"] for b in art["blocks"]] == ["only: a", "only: b"]
+
+
 def test_int96_timestamps() -> None:
     data = write(
         pa.table({"t": pa.array([dt.datetime(2021, 1, 1, 10, 0, 0, 123456)], pa.timestamp("us"))}),

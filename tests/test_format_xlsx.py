@@ -399,3 +399,19 @@ def test_corpus_real_data_and_escapes() -> None:
     assert t["columns"][0]["name"] == "ABC\r\nDEF"
     t = _corpus("calamine-issue-530-backslash-part-names.xlsx")["tables"][0]
     assert t["rows"][0][:2] == ["报表导出时间：", "2023年03月04日"]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["a", "b"], ("string", ["a", "b"])),  # all ASCII: kept as they are
+        (["a", "\ud800x", "é"], ("string", ["a", "\ufffdx", "é"])),  # cleaned one by one
+        (["a", "", "b"], ("string", ["a", None, "b"])),  # an empty cell is null
+        ([1.0, 0.5, 1e-05, 2.0**63], ("number", [1, "0.5", "0.00001", "9223372036854775808"])),
+        ([1.0, float("nan")], ("number", [1, None])),
+    ],
+)
+def test_convert_column_of_one_type(values: list[Any], expected: tuple[str, list[Any]]) -> None:
+    col_type, out, _ = xlsx_format.convert_column(values)
+    assert (col_type, out) == expected
+    assert [type(v) for v in out] == [type(v) for v in expected[1]]

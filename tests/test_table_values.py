@@ -14,6 +14,7 @@ from extract_fn.formats.table_values import (
     add_table,
     column_type,
     exact_number,
+    exact_numbers,
     format_datetime,
     format_duration_ns,
     format_duration_us,
@@ -114,6 +115,29 @@ def test_exact_number_is_number_from_float_with_exact_text(f: float) -> None:
     got = exact_number(f)
     assert type(got) is type(expected)
     assert got == expected or (got != got and expected != expected)
+
+
+_FLOATS = [15.0, -0.0, 0.1, 1e-05, 1e20, 2.0**63, -(2.0**63), 2.0**63 - 1024, 1e-100, 123.456, -7.25, 5e-324, 1e16]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        _FLOATS,  # finite: the C path, with integral values and exponents fixed one by one
+        [0.5, 0.25, 3.125],  # nothing to fix
+        [1.0, -3.0, -0.0, 2.0**62],  # whole numbers within int64: ints, in C
+        [1.0, 2.0**63],  # a whole number past int64: its digits
+        [*_FLOATS, float("nan")],  # a NaN: value by value
+        [1.0, float("-inf")],
+        [1.5e308, 1.5e308, 2.5],  # finite values whose sum is not: value by value
+        [],
+    ],
+)
+def test_exact_numbers_is_exact_number_of_each(values: list[float]) -> None:
+    got = exact_numbers(values)
+    expected = [exact_number(f) for f in values]
+    assert [type(g) for g in got] == [type(e) for e in expected]
+    assert got == expected
 
 
 @pytest.mark.parametrize(

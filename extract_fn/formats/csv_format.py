@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 import sys
 from array import array
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from typing import Any, Final, overload
 
 from extract_fn.formats.base import ExtractRequest
@@ -54,6 +56,9 @@ SAMPLE_RECORDS: Final = 200
 NUL_SHARE_LIMIT: Final = 0.2
 LISTED_ROWS: Final = 10
 _LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # row numbers named in a ragged-rows warning
+PIECE_CHARS: Final = 1 << 20  # the text is split into lines a piece of about this many characters at a time
+# What ``str.splitlines`` also breaks on, beyond \n, \r and \r\n: a piece holding none splits as ``_LINE`` splits it.
+_OTHER_BREAKS: Final = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
 def detect_delimiter(text: str) -> str:
@@ -91,6 +96,28 @@ def detect_delimiter(text: str) -> str:
         if best is None or score > best:
             best, choice = score, delim
     return choice
+
+
+def split_lines(text: str) -> Iterator[str]:
+    """The text's lines, each with its ending, split on \\n, \\r\\n and \\r only (``str.splitlines`` would also split on
+    \\v, \\f, U+2028... which may sit in a field); a piece of about ``PIECE_CHARS`` at a time (io.StringIO would hold
+    a 4-byte-per-character copy of the whole text). A piece ends just after a \\n, so no line or \\r\\n spans two;
+    one without those other breaks is split by ``str.splitlines`` (in C), any other by ``_LINE``."""
+    return itertools.chain.from_iterable(map(_piece_lines, _pieces(text)))
+
+
+def _pieces(text: str) -> Iterator[str]:
+    start, n = 0, len(text)
+    while start < n:
+        cut = text.find("\n", start + PIECE_CHARS) + 1 or n
+        yield text[start:cut] if start or cut < n else text
+        start = cut
+
+
+def _piece_lines(piece: str) -> Iterable[str]:
+    if any(map(piece.__contains__, _OTHER_BREAKS)):
+        return map(re.Match.group, _LINE.finditer(piece))
+    return piece.splitlines(keepends=True)
 
 
 def _check_nul(text: str) -> int:
@@ -131,9 +158,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     name = request.name or "table"
 
     csv.field_size_limit(max(len(text) + 1, 131_072))
-    # Lines split on \n, \r\n and \r only (str.splitlines would also split on \v, \f, U+2028... which may sit in
-    # a field), one at a time: io.StringIO would hold a 4-byte-per-character copy of the whole text.
-    reader = csv.reader(map(re.Match.group, _LINE.finditer(text)), delimiter=delimiter, quotechar='"', strict=False)
+    reader = csv.reader(split_lines(text), delimiter=delimiter, quotechar='"', strict=False)
     header: list[str] | None = None
     header_lines = (0, 0)
     records: list[list[str]] = []
@@ -173,11 +198,13 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         builder.coverage(total=0, extracted=0)
         return builder.build()
 
-    width = max([len(header), *map(len, records)]) if records else len(header)
+    lengths = set(map(len, records))  # one pass in C: the row lists below only when some record is ragged
+    width = max(lengths | {len(header)})
     names = [h if h else f"column_{i + 1}" for i, h in enumerate(header)]
     names += [f"column_{i + 1}" for i in range(len(header), width)]
-    short_rows = [i + 2 for i, r in enumerate(records) if len(r) < len(header)]
-    long_rows = [i + 2 for i, r in enumerate(records) if len(r) > len(header)]
+    ragged = bool(lengths - {len(header)})
+    short_rows = [i + 2 for i, r in enumerate(records) if len(r) < len(header)] if ragged else []
+    long_rows = [i + 2 for i, r in enumerate(records) if len(r) > len(header)] if ragged else []
 
     # Row-block texts from the source spelling, then columns of raw text (None past a short record's end), typed one
     # column at a time; the records are dropped as soon as the columns hold their values.
@@ -197,7 +224,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         types.append(col_type)
         typed_columns.append(values)
     del raw_columns
-    rows = [list(t) for t in zip(*typed_columns, strict=True)] if width else [[] for _ in range(n_records)]
+    rows = list(map(list, zip(*typed_columns, strict=True))) if width else [[] for _ in range(n_records)]
     del typed_columns
 
     attrs: dict[str, Any] = {}
@@ -242,6 +269,8 @@ def _row_texts(names: list[str], records: list[list[str]]) -> list[str]:
     def each(r: list[str]) -> str:
         return " | ".join([p + v for p, v in zip(prefixes, r, strict=False) if v])
 
+    if all(map(all, records)) and set(map(len, records)) <= {width}:  # every record full: all of it in C
+        return list(itertools.starmap(template, records))
     return [template(*r) if len(r) == width and all(r) else each(r) for r in records]
 
 

@@ -38,6 +38,7 @@ Decisions (documented for the artifact's readers):
 from __future__ import annotations
 
 import base64
+import itertools
 import math
 import os
 import re
@@ -610,12 +611,14 @@ def converter_for(t: Any) -> tuple[str, Callable[[Any, str, Notes], list[Any]]]:
 
 
 def _batch_texts(batch: Any, columns: list[list[Any]], prefixes: list[str]) -> list[str | None]:
-    """The row-block texts of a batch, ``name: value | ...`` over non-null values, joined by Arrow (vectorized)."""
+    """The row-block texts of a batch, ``name: value | ...`` over non-null values, joined by Arrow (vectorized): a
+    batch without nulls in one join of the values and their prefixes (``id: `` , `` | name: ``...), any other one
+    column by column, its nulls skipped."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.types as pt
 
-    parts = []
+    texts = []
     for i, values in enumerate(columns):
         t = batch.schema.field(i).type
         if pt.is_integer(t) or pt.is_boolean(t) or pt.is_decimal(t):
@@ -627,7 +630,15 @@ def _batch_texts(batch: Any, columns: list[list[Any]], prefixes: list[str]) -> l
                 text = pa.array(values, pa.string())
             except (pa.ArrowInvalid, pa.ArrowTypeError):
                 text = pa.array([None if v is None else value_text(v) for v in values], pa.string())
-        parts.append(pc.binary_join_element_wise(pa.scalar(prefixes[i]), text, ""))
+        texts.append(text)
+    if not any(text.null_count for text in texts):  # every value present: one join, the prefixes between them
+        seps = [pa.scalar((" | " if i else "") + p) for i, p in enumerate(prefixes)]
+        items = itertools.chain.from_iterable(zip(seps, texts, strict=True))
+        out = pc.binary_join_element_wise(*items, "").to_pylist()
+        if len(out) != len(batch):
+            raise ValueError(f"row texts for {len(batch)} rows came out as {len(out)}")
+        return out
+    parts = [pc.binary_join_element_wise(pa.scalar(p), text, "") for p, text in zip(prefixes, texts, strict=True)]
     # A leading empty column: pyarrow 26's null_handling="skip" drops (not empties) a row whose values are all null,
     # which would shift every later text; with one value always present the rows stay aligned, and the leading
     # separator is cut off.

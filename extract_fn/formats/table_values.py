@@ -24,7 +24,9 @@ fits; the format module then reports rows extracted of total in coverage and a w
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import math
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -309,6 +311,22 @@ def exact_number(f: float) -> int | float | str | None:
 
 
 _TWO_63: Final = float(2**63)
+
+
+def exact_numbers(values: Sequence[float]) -> list[int | float | str | None]:
+    """``exact_number`` of each float, the usual column (finite values) in C: every value's ``repr`` mapped at once,
+    then ``exact_number`` only of the values whose ``repr`` is not their exact text (integral ones, exponents)."""
+    if not values or not math.isfinite(sum(values)):  # a NaN or an infinity (or a sum past a float's range)
+        return list(map(exact_number, values))
+    if all(map(float.is_integer, values)) and min(values) > -_TWO_63 and max(values) < _TWO_63:
+        return list(map(int, values))  # a column of whole numbers (ids, counts)
+    texts = list(map(repr, values))
+    integral = itertools.compress(range(len(values)), map(float.is_integer, values))
+    exponent = itertools.compress(range(len(values)), map(operator.contains, texts, itertools.repeat("e")))
+    out: list[int | float | str | None] = list(texts)
+    for i in itertools.chain(integral, exponent):
+        out[i] = exact_number(values[i])
+    return out
 
 
 def json_number(value: int | float) -> int | float | str | None:

@@ -61,6 +61,7 @@ from extract_fn.formats.table_values import (
     add_table,
     column_type,
     exact_number,
+    exact_numbers,
     format_datetime,
     format_time,
     format_timedelta,
@@ -345,7 +346,14 @@ def convert_column(values: list[Any]) -> tuple[str, list[Any], int]:
     if float in by_type and col_type == "number":
         by_type[float] = exact_number  # number_from_float(float(v), exact_text=True), without the two calls
     only = next(iter(types)) if len(types) == 1 else None
-    out = list(map(by_type[only], values)) if only is not None else [by_type[type(v)](v) for v in values]
+    if only is float and col_type == "number":
+        out: list[Any] = exact_numbers(values)
+    elif only is str and all(values):  # no empty cell: the values as they are when all ASCII (clean_str's no-op)
+        out = list(values) if all(map(str.isascii, values)) else list(map(clean_str, values))
+    elif only is not None:
+        out = list(map(by_type[only], values))
+    else:
+        out = [by_type[type(v)](v) for v in values]
     dropped = 0
     if float in by_type and None in out:
         dropped = sum(1 for v, o in zip(values, out, strict=True) if o is None and type(v) is float)
