@@ -422,7 +422,7 @@ class ArtifactBuilder:
         ``coverage.lost``, in the order ``add_block`` would mark them), attrs made JSON-safe (``clean_value``), and
         ``text_chars`` counted. Nothing is appended when a row is refused (ValueError or TypeError).
 
-        For speed (the keyed formats, toml: one block per key is most of their work), what needs no change is kept,
+        For speed (markdown, pptx: many blocks per call), what needs no change is kept,
         not copied: a ``keys`` list that is empty or of one short ASCII key and an ``attrs`` dict of plain values
         (ASCII strings, int64 integers, finite floats, bools, nulls, and lists of those) become the block's own, so
         the caller must not change them afterwards; rows naming the same ``section_path`` object share one cleaned

@@ -21,10 +21,9 @@ Decisions (documented for the artifact's readers):
 * **Positions** come from our own scanner over the validated text (it knows strings, multi-line strings holding
   ``[`` or ``=``, arrays and inline tables over several lines, and comments). Lines of the common shapes (a bare
   key with a one-line scalar or flat array, a plain ``[a.b]`` header) are read by one regular expression each.
-* **Blocks** are built here as ``ArtifactBuilder.add_block`` builds them (same fields in the same order, the same
-  truncation marks and ``coverage.lost`` entries; tests check blocks against it), which is ~3x cheaper than
-  calling it per key. The common blocks skip ``clean_str``: strict UTF-8 decoding and TOML's escapes (which refuse
-  surrogates) never produce a lone surrogate.
+* **Blocks** are added one per key or table by ``ArtifactBuilder.add_key_block`` (``add_block``'s block and checks,
+  cheaper for the plain case; ``add_block`` itself for an array-of-tables element and a value left out), as the
+  walk reads them; the common key's value is typed in the walk itself.
 * **toml_table** block per ``[table]`` header and per ``[[array]]`` element: text is the header line as written
   (trimmed, a trailing comment kept), ``section_path`` and ``keys`` as below, ``parent`` the nearest enclosing table
   block written earlier. Tables never written as a header (``a`` in ``[a.b]``) get no block. An array-of-tables
