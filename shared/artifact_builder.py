@@ -477,8 +477,8 @@ class ArtifactBuilder:
         (toml's) one block per key. Every check of ``add_block`` is made, cheaply where the arguments are plain (an
         ASCII text, key path and value type, a ``keys`` list of one short ASCII key, a value that is an ASCII
         string, an int64, a finite float, a bool, None or a list of those), else by ``add_block``'s own helpers;
-        a run of calls with the same ``section_path`` object cuts it once. A plain
-        ``keys`` list and value become the block's own: do not change them afterwards."""
+        a run of calls with the same ``section_path`` object cuts it once (so do not change that list between
+        calls). A plain ``keys`` list and value become the block's own: do not change them afterwards."""
         blocks = self.blocks
         block_id = f"b{len(blocks)}"
         ids = self._ids
