@@ -272,6 +272,17 @@ def cut_keys(keys: Iterable[str]) -> tuple[list[str], bool]:
     return out, truncated
 
 
+def _key_attrs(value: Any, value_type: str) -> dict[str, Any]:
+    """``add_key_block``'s attrs of a value that is not a plain scalar: kept when ``clean_value`` would keep them (a
+    list of plain scalars, None), else ``clean_value``'s."""
+    attrs = {"value": value, "value_type": value_type}
+    cls = value.__class__
+    plain = _plain_list(value) if cls is list else _plain_scalar(value, cls) if cls is not str else value.isascii()
+    if plain and value_type.__class__ is str and value_type.isascii():
+        return attrs
+    return cast("dict[str, Any]", clean_value(attrs))
+
+
 def _check_row_numbers(rows: Sequence[int]) -> None:
     """Each row number an int (not a bool) that makes the pair ``row_start == row_end`` valid: 0, or 1..int64."""
     if not rows:
@@ -411,7 +422,7 @@ class ArtifactBuilder:
         ``coverage.lost``, in the order ``add_block`` would mark them), attrs made JSON-safe (``clean_value``), and
         ``text_chars`` counted. Nothing is appended when a row is refused (ValueError or TypeError).
 
-        For speed (the keyed formats, toml: one block per key is most of their work), what needs no change is kept,
+        For speed (markdown, pptx: many blocks per call), what needs no change is kept,
         not copied: a ``keys`` list that is empty or of one short ASCII key and an ``attrs`` dict of plain values
         (ASCII strings, int64 integers, finite floats, bools, nulls, and lists of those) become the block's own, so
         the caller must not change them afterwards; rows naming the same ``section_path`` object share one cleaned
@@ -440,6 +451,110 @@ class ArtifactBuilder:
         self.text_chars += sum(len(b["text"]) for b in blocks) + 64 * len(blocks)
         if self.measure_blocks:
             self.text_chars += sum(map(_measured_extra, blocks))
+
+    # add_key_block's last section path object, and what it makes.
+    _key_path_in: object = None
+    _key_section: list[str] = []  # noqa: RUF012 (a class default replaced per instance, never mutated)
+    _key_path_cut = False
+
+    def add_key_block(
+        self,
+        type: str,
+        text: str,
+        line_start: int,
+        line_end: int,
+        key_path: str,
+        *,
+        parent: str | None,
+        section_path: Sequence[str],
+        keys: list[str],
+        value: Any = None,
+        value_type: str | None = None,
+    ) -> str:
+        """``add_block(type, text, parent=parent, section_path=section_path, locator=make_locator(line_start=line_start,
+        line_end=line_end, key_path=key_path), keys=keys, attrs={"value": value, "value_type": value_type})`` (no
+        attrs when ``value_type`` is None), the same block and id at about a third of the cost: the keyed formats'
+        (toml's) one block per key. Every check of ``add_block`` is made, cheaply where the arguments are plain (an
+        ASCII text, key path and value type, a ``keys`` list of one short ASCII key, a value that is an ASCII
+        string, an int64, a finite float, a bool, None or a list of those), else by ``add_block``'s own helpers;
+        a run of calls with the same ``section_path`` object cuts it once (so do not change that list between
+        calls). A plain ``keys`` list and value become the block's own: do not change them afterwards."""
+        blocks = self.blocks
+        block_id = f"b{len(blocks)}"
+        ids = self._ids
+        if block_id in ids:
+            raise ValueError(f"block id {block_id!r} is empty or not unique")
+        if type not in BLOCK_TYPES:
+            raise ValueError(f"block type {type!r} is not one of the contract's seven")
+        if parent is not None and parent not in ids:
+            raise ValueError(f"parent {parent!r} is not an earlier block")
+        if section_path is not self._key_path_in:
+            self._key_section, self._key_path_cut = cut_section_path(section_path)
+            self._key_path_in = section_path
+        if line_start.__class__ is int and line_end.__class__ is int and 1 <= line_start <= line_end <= INT64_MAX:
+            locator: dict[str, Any] = {"line_start": line_start, "line_end": line_end, "key_path": key_path}
+            if not key_path.isascii():
+                locator["key_path"] = clean_str(key_path)
+        else:
+            locator = make_locator(line_start=line_start, line_end=line_end, key_path=key_path)
+        if (
+            keys.__class__ is list
+            and len(keys) == 1
+            and (key := keys[0]).__class__ is str
+            and len(key) <= MAX_KEY_CHARS
+            and key.isascii()
+        ):
+            keys_cut = False
+        else:
+            keys, keys_cut = cut_keys(keys)
+        cls = value.__class__
+        if value_type is None:
+            attrs = None
+        elif (
+            (cls is str and value.isascii())
+            or (cls is int and INT64_MIN <= value <= INT64_MAX)
+            or (cls is float and value - value == 0.0)
+            or cls is bool
+        ) and (value_type.__class__ is str and value_type.isascii()):
+            attrs = {"value": value, "value_type": value_type}
+        else:
+            attrs = _key_attrs(value, value_type)
+        if text.__class__ is not str or not text.isascii():
+            text = _row_text(block_id, text)
+        if self._key_path_cut or keys_cut:
+            attrs = self._key_marks(attrs, keys_cut)
+        section = self._key_section
+        if parent is None:
+            block = {"id": block_id, "type": type, "text": text, "section_path": section, "locator": locator}
+        else:
+            block = {
+                "id": block_id,
+                "type": type,
+                "text": text,
+                "parent": parent,
+                "section_path": section,
+                "locator": locator,
+            }
+        block["keys"] = keys
+        if attrs:
+            block["attrs"] = attrs
+        ids.add(block_id)
+        blocks.append(block)
+        self.text_chars += len(text) + 64
+        if self.measure_blocks:
+            self.text_chars += _measured_extra(block)
+        return block_id
+
+    def _key_marks(self, attrs: dict[str, Any] | None, keys_cut: bool) -> dict[str, Any]:
+        """A key block's attrs with the truncation marks ``add_block`` sets, in its order (lost noted)."""
+        marked = dict(attrs) if attrs else {}
+        if self._key_path_cut:
+            marked["section_truncated"] = True
+            self.lose(LOST_SECTION_PATH)
+        if keys_cut:
+            marked["keys_truncated"] = True
+            self.lose(LOST_EXACT_KEYS)
+        return marked
 
     def _blocks_each(self, rows: Sequence[BlockRow], depths: Sequence[int | None] | None) -> list[dict[str, Any]]:
         """``add_blocks``' rows one by one, each checked, cleaned, cut and marked as ``add_block`` does."""

@@ -889,6 +889,147 @@ def test_add_blocks_refuses_and_appends_nothing(rows: list[Any], error: type[Exc
     assert [x["id"] for x in b.blocks] == ["b0", "b1"]
 
 
+# -- add_key_block: one keyed block ----------------------------------------------------------------------------
+
+_KEY_CASES: list[dict[str, Any]] = [
+    {"section_path": ["s"], "keys": ["s.k"], "value": 1, "value_type": "integer"},
+    {"section_path": ["s"] * 70, "keys": ["k"], "value": "v", "value_type": "string"},  # path cut and marked
+    {"section_path": ["x" * 600, "y"], "keys": ["k", "k"], "value": 1.5, "value_type": "float"},
+    {"section_path": [], "keys": ["k" * 1025, "short", "short"], "value": [1, "a"], "value_type": "array"},
+    {"section_path": ["s"], "keys": [f"k{i}" for i in range(10_005)], "value": True, "value_type": "bool"},
+    {"section_path": ["é" * 10], "keys": ["ʎǝʞ"], "value": "é", "value_type": "string"},
+    {"section_path": ["a\ud800"], "keys": ["k\udfff"], "value": "x\ud800", "value_type": "string"},
+    {"section_path": ("t", "u"), "keys": ("k1", "k2"), "value": {"a": [1, {"b": "c"}]}, "value_type": "table"},
+    {"section_path": ["s"], "keys": ["k"], "value": ["é", None, 2.5], "value_type": "array"},
+    {"section_path": ["s"], "keys": ["k"], "value": None, "value_type": "t\ud800"},
+    {"section_path": ["s"], "keys": ["k"], "value": None, "value_type": None},  # no attrs
+    {"section_path": ["s"], "keys": [], "value": 2**63 - 1, "value_type": "integer"},
+]
+
+
+@pytest.mark.parametrize("measure", [False, True])
+@pytest.mark.parametrize("case", _KEY_CASES)
+def test_add_key_block_is_add_block(measure: bool, case: dict[str, Any]) -> None:
+    """Each call makes the block add_block makes of the same arguments: the same bytes, id, marks, lost
+    capabilities and size; a section path object used again (cut once) gives the same blocks."""
+    ref = ArtifactBuilder("toml", parser="p", parser_version="v", unit="keys", measure_blocks=measure)
+    key = ArtifactBuilder("toml", parser="p", parser_version="v", unit="keys", measure_blocks=measure)
+    for b in (ref, key):
+        b.add_block("toml_table", "[t]")
+    for parent, text, key_path, lines in ((None, "k = 1 \ud800", "k", (3, 4)), ("b0", "k = 2", "k.\ud800é", (5, 5))):
+        attrs = None if case["value_type"] is None else {"value": case["value"], "value_type": case["value_type"]}
+        got = key.add_key_block(
+            "toml_key",
+            text,
+            *lines,
+            key_path,
+            parent=parent,
+            section_path=case["section_path"],
+            keys=list(case["keys"]) if isinstance(case["keys"], list) else case["keys"],
+            value=case["value"],
+            value_type=case["value_type"],
+        )
+        want = ref.add_block(
+            "toml_key",
+            text,
+            locator=make_locator(line_start=lines[0], line_end=lines[1], key_path=key_path),
+            parent=parent,
+            section_path=case["section_path"],
+            keys=case["keys"],
+            attrs=attrs,
+        )
+        assert got == want
+    assert serialize(key.build()) == serialize(ref.build())
+    assert key.text_chars == ref.text_chars
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        ({"type": "cell"}, ValueError),  # not a contract type
+        ({"parent": "b9"}, ValueError),  # not an earlier block
+        ({"lines": (0, 1)}, ValueError),
+        ({"lines": (3, 2)}, ValueError),
+        ({"lines": (True, True)}, TypeError),
+        ({"lines": (1, 2**63)}, ValueError),
+        ({"value": math.nan}, ValueError),
+        ({"value": math.inf}, ValueError),
+        ({"value": 2**64}, ValueError),
+        ({"value": [1, -(2**64)]}, ValueError),
+        ({"value": [math.nan]}, ValueError),
+        ({"value": object()}, TypeError),
+        ({"value": {1: "a"}}, TypeError),
+        ({"value": [[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]}, ValueError),  # deeper than attrs may nest
+        ({"keys": [1]}, AttributeError),
+    ],
+)
+def test_add_key_block_refuses_what_add_block_refuses(call: dict[str, Any], error: type[Exception]) -> None:
+    """What add_block refuses, add_key_block refuses (the same error), appending nothing; the id stays free."""
+    args: dict[str, Any] = {
+        "type": "toml_key",
+        "text": "k = 1",
+        "lines": (1, 1),
+        "parent": "b0",
+        "keys": ["k"],
+        "value": 1,
+    } | call
+    ref = builder("toml", unit="keys")
+    key = builder("toml", unit="keys")
+    for b in (ref, key):
+        b.add_block("toml_table", "[t]")
+    with pytest.raises(error):
+        ref.add_block(
+            args["type"],
+            args["text"],
+            locator=make_locator(line_start=args["lines"][0], line_end=args["lines"][1], key_path="k"),
+            parent=args["parent"],
+            keys=args["keys"],
+            attrs={"value": args["value"], "value_type": "t"},
+        )
+    with pytest.raises(error):
+        key.add_key_block(
+            args["type"],
+            args["text"],
+            *args["lines"],
+            "k",
+            parent=args["parent"],
+            section_path=["t"],
+            keys=args["keys"],
+            value=args["value"],
+            value_type="t",
+        )
+    assert [x["id"] for x in key.blocks] == ["b0"]
+    assert key.add_key_block("toml_key", "ok", 1, 1, "k", parent="b0", section_path=["t"], keys=["k"]) == "b1"
+
+
+def test_add_key_block_refuses_a_text_not_str() -> None:
+    """A text that is not a str is refused (as add_blocks refuses it), nothing appended."""
+    b = builder("toml", unit="keys")
+    with pytest.raises(TypeError, match="must be a str"):
+        b.add_key_block("toml_key", b"k = 1", 1, 1, "k", parent=None, section_path=[], keys=["k"])  # type: ignore[arg-type]
+    assert b.blocks == []
+
+
+def test_add_key_block_refuses_an_id_taken() -> None:
+    """Its id continues the numbering (b<n>); one given earlier to another block is refused, nothing appended."""
+    b = builder("toml", unit="keys")
+    b.add_block("toml_table", "[t]", id="b1")
+    with pytest.raises(ValueError, match="not unique"):
+        b.add_key_block("toml_key", "k = 1", 1, 1, "k", parent=None, section_path=[], keys=["k"])
+    assert [x["id"] for x in b.blocks] == ["b1"]
+
+
+def test_add_key_block_checks_each_parent() -> None:
+    """A parent is checked on every call, not only when the section path changes."""
+    b = builder("toml", unit="keys")
+    path = ["t"]
+    b.add_key_block("toml_table", "[t]", 1, 1, "t", parent=None, section_path=path, keys=["t"])
+    b.add_key_block("toml_key", "t.k = 1", 2, 2, "t.k", parent="b0", section_path=path, keys=["t.k"])
+    with pytest.raises(ValueError, match="not an earlier block"):
+        b.add_key_block("toml_key", "t.j = 1", 3, 3, "t.j", parent="b7", section_path=path, keys=["t.j"])
+    assert len(b.blocks) == 2
+
+
 def test_row_blocks_are_plain_dicts_in_add_blocks_key_order() -> None:
     """Row blocks and their locators are key-sharing dicts (memory): still plain dicts, the literal's JSON, and a
     block changed afterwards changes alone."""

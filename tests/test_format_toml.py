@@ -17,6 +17,7 @@ import pytest
 
 from extract_fn.formats import toml_format
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.output_budget import OutputBudget
 from extract_fn.limits import LIMITS
 from shared.artifact import validate_artifact
 from shared.artifact_builder import ArtifactBuilder, make_locator
@@ -278,6 +279,28 @@ def test_output_budget_cuts_keys_and_says_so() -> None:
     assert cov["failed"][-1]["unit"].startswith("keys from line ")
     assert cov["complete"] is False
     assert len(orjson.dumps(a)) < 150_000
+
+
+def test_keys_spend_the_budget_as_take_bytes_would() -> None:
+    """The walk's budget (``_Keys.take``) admits exactly what ``OutputBudget.take_bytes`` admits, and ``settle``
+    leaves the budget as take_bytes would have: what was spent charged, exhausted after a refusal."""
+    for costs in ([10, 20, 30], [10, 91, 1], [100], [101], [0, 100, 0]):
+        ref = OutputBudget(1_000, 900)
+        keys = toml_format._Keys(
+            "", {}, ArtifactBuilder("toml", parser="p", parser_version="v", unit="keys"), OutputBudget(1_000, 900)
+        )
+        taken = []
+        for line, cost in enumerate(costs, 1):
+            if keys.cut_line is not None:
+                break
+            taken.append(keys.take(cost, line))
+        want = []
+        for cost in costs[: len(taken)]:
+            want.append(ref.take_bytes(cost))
+        assert taken == want
+        keys.settle()
+        assert (keys.budget.used, keys.budget.exhausted) == (ref.used, ref.exhausted)
+        assert keys.cut_line == (None if all(taken) else len(taken))
 
 
 # ---------------------------------------------------------------------------------------------------------------

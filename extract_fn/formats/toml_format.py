@@ -21,10 +21,9 @@ Decisions (documented for the artifact's readers):
 * **Positions** come from our own scanner over the validated text (it knows strings, multi-line strings holding
   ``[`` or ``=``, arrays and inline tables over several lines, and comments). Lines of the common shapes (a bare
   key with a one-line scalar or flat array, a plain ``[a.b]`` header) are read by one regular expression each.
-* **Blocks** are built here as ``ArtifactBuilder.add_block`` builds them (same fields in the same order, the same
-  truncation marks and ``coverage.lost`` entries; tests check blocks against it), which is ~3x cheaper than
-  calling it per key. The common blocks skip ``clean_str``: strict UTF-8 decoding and TOML's escapes (which refuse
-  surrogates) never produce a lone surrogate.
+* **Blocks** are added one per key or table by ``ArtifactBuilder.add_key_block`` (``add_block``'s block and checks,
+  cheaper for the plain case; ``add_block`` itself for an array-of-tables element and a value left out), as the
+  walk reads them; the common key's value is typed in the walk itself.
 * **toml_table** block per ``[table]`` header and per ``[[array]]`` element: text is the header line as written
   (trimmed, a trailing comment kept), ``section_path`` and ``keys`` as below, ``parent`` the nearest enclosing table
   block written earlier. Tables never written as a header (``a`` in ``[a.b]``) get no block. An array-of-tables
@@ -74,7 +73,7 @@ from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.limits import Limits
 from extract_fn.text_decoding import refuse_wide_text
-from shared.artifact_builder import ArtifactBuilder, BlockRow
+from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import (
     INT64_MAX,
     INT64_MIN,
@@ -594,7 +593,7 @@ def _extract(text: str, bom: bool, request: ExtractRequest) -> dict[str, Any]:
         builder.warn("a UTF-8 byte-order mark at the start of the file was dropped")
     keys = _Keys(text, doc, builder, output_budget(request, BudgetKind.KEYED))
     total, extracted = _walk(keys)
-    builder.add_blocks(keys.rows)
+    keys.settle()
     if keys.cut_line is not None:
         builder.fail(
             f"keys from line {keys.cut_line} on",
@@ -617,44 +616,46 @@ class _Table:
 
 
 class _Keys:
-    """One extraction's state: the blocks so far (rows for ``ArtifactBuilder.add_blocks``, which cuts and marks
-    what passes the contract's bounds), the output budget, the current table, and the line the budget ran out at."""
+    """One extraction's state: the builder (``add_key_block`` adds each block, cutting and marking what passes the
+    contract's bounds), the output budget, the current table, and the line the budget ran out at."""
 
     def __init__(self, text: str, doc: dict[str, Any], builder: ArtifactBuilder, budget: OutputBudget) -> None:
         self.text = text
         self.doc = doc
         self.builder = builder
         self.budget = budget
-        self.rows: list[BlockRow] = []
-        self.first = len(builder.blocks)  # block ids continue the builder's numbering: b<first + row>
         self.table = _Table(doc, "", None, [], None)
         self.aot_index: dict[str, int] = {}  # concrete path of an array of tables -> its current element
         self.blocks_by_path: dict[str, str] = {}
         self.seg_cache: dict[str, str] = {}
         self.cut_line: int | None = None
-
-    def next_id(self) -> str:
-        return f"b{self.first + len(self.rows)}"
+        self.left = budget.remaining  # what ``take`` may still spend
 
     def take(self, cost: int, line: int) -> bool:
-        """Spend ``cost`` of the budget for a block at ``line``; False (the cut noted) when it does not fit."""
-        if self.budget.take_bytes(cost):
+        """Spend ``cost`` of the budget for a block at ``line``; False (the cut noted) when it does not fit: the
+        budget's ``take_bytes`` on ``left`` (its ``remaining`` at the start, settled by ``settle``), kept here
+        because the walk spends it once per key (a call each was ~3% of big.toml's instructions)."""
+        if cost <= self.left:
+            self.left -= cost
             return True
         self.cut_line = line
         return False
 
+    def settle(self) -> None:
+        """Charge the budget what ``take`` spent, exhausted when something did not fit (as ``take_bytes`` leaves it)."""
+        self.budget.charge(self.budget.remaining - self.left)
+        if self.cut_line is not None:
+            self.budget.exhausted = True
+
 
 def _walk(st: _Keys) -> tuple[int, int]:
-    """Read every line of the text into ``st.rows``; return (keys, keys whose block carries the value).
+    """Read every line of the text into blocks; return (keys, keys whose block carries the value).
 
     The common line (a bare key with a one-line value, or a plain ``[a.b]`` header) is read by ``_LINE_RE`` and,
     for a key, made into its block here, with the state in locals (it is most of the work); anything else goes to
     the general scanner (``TomlScanner``) and ``_header`` / ``_key_value``."""
     text = st.text
-    rows = st.rows
-    add = rows.append
-    first = st.first
-    take = st.budget.take_bytes
+    add = st.builder.add_key_block
     offsets: dict[Any, tuple[int, str]] = {}
     scanner = TomlScanner(text)
     line_match: Callable[..., re.Match[str] | None] = _LINE_RE.match
@@ -679,7 +680,18 @@ def _walk(st: _Keys) -> tuple[int, int]:
                     continue
                 if comment is not None:
                     value_text += comment.rstrip(" \t\r")
-                value, vtype = _simple_value(t.node[key], line, offsets)
+                value = t.node[key]
+                cls = value.__class__  # the common scalars here, the rest in _simple_value
+                if cls is str:
+                    vtype = "string"
+                elif cls is int and INT64_MIN <= value <= INT64_MAX:
+                    vtype = "integer"
+                elif cls is bool:
+                    vtype = "bool"
+                elif cls is float and value - value == 0.0:  # finite
+                    vtype = "float"
+                else:
+                    value, vtype = _simple_value(value, line, offsets)
                 key_path = t.prefix + key
                 block_text = f"{key_path} = {value_text}"
                 if t.gprefix is None:
@@ -689,12 +701,22 @@ def _walk(st: _Keys) -> tuple[int, int]:
                     keys = [key_path, t.gprefix + key]
                     cost = 4 * (len(key_path) + 8) + 200
                 cost += 2 * (len(block_text) if block_text.isascii() else len(block_text.encode()))
-                if not take(cost):
+                if cost > st.left:
                     st.cut_line = line
                     continue
-                locator = {"line_start": line, "line_end": line, "key_path": key_path}
-                attrs = {"value": value, "value_type": vtype}
-                add((f"b{first + len(rows)}", "toml_key", block_text, t.parent, t.section, locator, keys, attrs))
+                st.left -= cost
+                add(
+                    "toml_key",
+                    block_text,
+                    line,
+                    line,
+                    key_path,
+                    parent=t.parent,
+                    section_path=t.section,
+                    keys=keys,
+                    value=value,
+                    value_type=vtype,
+                )
                 extracted += 1
                 continue
             item = _plain_header(st, m, header, comment, line)
@@ -769,9 +791,9 @@ def _plain_header(st: _Keys, m: re.Match[str], header: str, comment: str | None,
         enclosing = st.blocks_by_path.get(path)
         if enclosing is not None:
             break
-    block_id = st.table.parent = st.next_id()
-    locator = {"line_start": line, "line_end": line, "key_path": header}
-    st.rows.append((block_id, "toml_table", header_text, enclosing, parts, locator, [header], None))
+    block_id = st.table.parent = st.builder.add_key_block(
+        "toml_table", header_text, line, line, header, parent=enclosing, section_path=parts, keys=[header]
+    )
     st.blocks_by_path[header] = block_id
     return None
 
@@ -794,15 +816,23 @@ def _header(st: _Keys, item: Header, line: int) -> None:
         enclosing = st.blocks_by_path.get(".".join(concrete[:k]))
         if enclosing is not None:
             break
-    block_id = st.table.parent = st.next_id()
-    locator = {
-        "line_start": line,
-        "line_end": line + text.count("\n", item.start, item.end),
-        "key_path": table_path,
-    }
+    lines = (line, line + text.count("\n", item.start, item.end))
     keys = [table_path] if gprefix is None else [table_path, generic_path]
-    attrs = {"array_of_tables": True, "index": _last_index(concrete[-1])} if item.is_array else None
-    st.rows.append((block_id, "toml_table", header_text, enclosing, concrete, locator, keys, attrs))
+    if item.is_array:
+        block_id = st.builder.add_block(
+            "toml_table",
+            header_text,
+            locator=make_locator(line_start=lines[0], line_end=lines[1], key_path=table_path),
+            section_path=concrete,
+            keys=keys,
+            parent=enclosing,
+            attrs={"array_of_tables": True, "index": _last_index(concrete[-1])},
+        )
+    else:
+        block_id = st.builder.add_key_block(
+            "toml_table", header_text, *lines, table_path, parent=enclosing, section_path=concrete, keys=keys
+        )
+    st.table.parent = block_id
     st.blocks_by_path[table_path] = block_id
 
 
@@ -823,7 +853,6 @@ def _key_value(st: _Keys, item: KeyValue, line: int) -> bool:
     block_text = f"{key_path} = {text[item.value_start : item.end]}"
     try:
         jv, vtype = json_value(value)
-        attrs = {"value": jv, "value_type": vtype}
         if type(value) is dict:
             _inline_keys(key_path, value, keys)
         ok = True
@@ -832,26 +861,38 @@ def _key_value(st: _Keys, item: KeyValue, line: int) -> bool:
     except _TooDeep:
         if _big_int(value):
             raise _big_int_error(line) from None
-        vtype = "array" if isinstance(value, list) else "table"
-        attrs = {
-            "value": None,
-            "value_type": vtype,
-            "value_omitted": f"nested deeper than the {MAX_VALUE_DEPTH} levels an artifact's attrs can hold",
-        }
+        jv, vtype = None, "array" if isinstance(value, list) else "table"
         ok = False
     cost = 2 * _byte_estimate(block_text) + (len(keys) + 2) * (len(key_path) + 8) + 200
     if not st.take(cost, line):
         return False
-    locator = {
-        "line_start": line,
-        "line_end": line + text.count("\n", item.start, item.value_end),
-        "key_path": key_path,
-    }
+    lines = (line, line + text.count("\n", item.start, item.value_end))
     parent = t.parent if t.section else None
-    st.rows.append((st.next_id(), "toml_key", block_text, parent, t.section, locator, keys, attrs))
-    if not ok:
-        st.builder.fail(f"key {key_path} (line {line})", attrs["value_omitted"])
-    return ok
+    if ok:
+        st.builder.add_key_block(
+            "toml_key",
+            block_text,
+            *lines,
+            key_path,
+            parent=parent,
+            section_path=t.section,
+            keys=keys,
+            value=jv,
+            value_type=vtype,
+        )
+        return True
+    omitted = f"nested deeper than the {MAX_VALUE_DEPTH} levels an artifact's attrs can hold"
+    st.builder.add_block(
+        "toml_key",
+        block_text,
+        locator=make_locator(line_start=lines[0], line_end=lines[1], key_path=key_path),
+        section_path=t.section,
+        keys=keys,
+        parent=parent,
+        attrs={"value": None, "value_type": vtype, "value_omitted": omitted},
+    )
+    st.builder.fail(f"key {key_path} (line {line})", omitted)
+    return False
 
 
 def _big_int_error(line: int) -> ExtractionError:
