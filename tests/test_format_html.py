@@ -552,3 +552,32 @@ def test_shallow_documents_are_not_touched_by_the_depth_limit() -> None:
 
     doc = "<div>" * 10_000 + "x" + "</div>" * 10_000 + "<p>" * 20_000
     assert _flatten_deep_nesting(doc, LIMITS.html_max_nesting_depth) == (doc, 0)
+
+
+def test_blocks_keep_the_builders_bounds_and_marks() -> None:
+    """The walk's blocks reach the builder as rows (``add_blocks``): a heading past the section path's bound, an
+    element with a key past the key's bound, non-ASCII text and nested items keep add_block's cuts, marks and
+    parents."""
+    from shared.contract import LOST_EXACT_KEYS, LOST_SECTION_PATH, MAX_KEY_CHARS, MAX_SECTION_CHARS
+
+    long_heading = "h" * (MAX_SECTION_CHARS + 10)
+    long_id = "k" * (MAX_KEY_CHARS + 1)
+    a = run(
+        f"<h1>{long_heading}</h1><p>under it</p>"
+        f'<p id="{long_id}">keyed</p><p>caf\u00e9 \u2603</p>'
+        "<ul><li>outer<ul><li>inner</li></ul></li></ul>"
+    )
+    blocks = {b["text"]: b for b in a["blocks"]}
+    under = blocks["under it"]
+    assert under["section_path"] == ["h" * MAX_SECTION_CHARS]
+    assert under["attrs"]["section_truncated"] is True
+    assert under["parent"] == blocks[long_heading]["id"]
+    keyed = blocks["keyed"]
+    assert keyed["keys"] == []
+    assert keyed["attrs"]["keys_truncated"] is True
+    assert "caf\u00e9 \u2603" in blocks
+    assert blocks["inner"]["parent"] == blocks["outer"]["id"]
+    assert blocks["inner"]["depth"] == 1
+    assert [b["id"] for b in a["blocks"]] == [f"b{n}" for n in range(len(a["blocks"]))]
+    assert LOST_SECTION_PATH in a["coverage"]["lost"]
+    assert LOST_EXACT_KEYS in a["coverage"]["lost"]
