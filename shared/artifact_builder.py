@@ -235,6 +235,23 @@ def make_locator(
     return loc
 
 
+def line_char_locator(line_start: int, line_end: int, char_start: int, char_end: int) -> dict[str, Any]:
+    """``make_locator(line_start=..., line_end=..., char_start=..., char_end=...)`` for lines ``1 <= start <= end`` and
+    offsets ``0 <= start <= end``, the pairs of a block of text (text, one per paragraph): the same dict, checked in
+    one comparison, at about a sixth of the cost; any other pair (or a value that is not an int) is
+    ``make_locator``'s to accept or refuse."""
+    if (
+        line_start.__class__ is int
+        and line_end.__class__ is int
+        and char_start.__class__ is int
+        and char_end.__class__ is int
+        and 1 <= line_start <= line_end <= INT64_MAX
+        and 0 <= char_start <= char_end <= INT64_MAX
+    ):
+        return {"line_start": line_start, "line_end": line_end, "char_start": char_start, "char_end": char_end}
+    return make_locator(line_start=line_start, line_end=line_end, char_start=char_start, char_end=char_end)
+
+
 def cut_section_path(path: Sequence[str]) -> tuple[list[str], bool]:
     """A section path within the contract's bounds (cleaned, first entries, each cut), and whether it was cut."""
     if not path:

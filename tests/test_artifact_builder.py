@@ -22,6 +22,7 @@ from shared.artifact_builder import (
     _row_locators,
     clean_str,
     json_safe_number,
+    line_char_locator,
     make_locator,
     serialize,
 )
@@ -386,6 +387,40 @@ def test_make_locator_accepts(kw: dict[str, Any], expected: dict[str, Any]) -> N
     b = builder()
     b.add_block("paragraph", "x", locator=loc)
     check(b)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (1, 1, 0, 0),
+        (3, 7, 10, 95),
+        (INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX),
+        (0, 0, -1, -1),  # make_locator's "no lines, no offsets" pairs: accepted through it
+        (0, 0, 4, 9),
+        (2, 1, 0, 1),  # refused: lines out of order
+        (0, 3, 0, 1),
+        (1, 1, 5, 4),  # refused: offsets out of order
+        (1, 1, -1, 3),
+        (1, 1, 0, INT64_MAX + 1),  # refused: past 64 bits
+        (True, 1, 0, 1),  # refused: a bool is no int
+        (1, 1, 0, 1.0),
+    ],
+    ids=repr,
+)
+def test_line_char_locator_is_make_locator_s(args: tuple[Any, Any, Any, Any]) -> None:
+    line_start, line_end, char_start, char_end = args
+    kw = {"line_start": line_start, "line_end": line_end, "char_start": char_start, "char_end": char_end}
+    try:
+        expected: dict[str, Any] | type[Exception] = make_locator(**kw)
+    except (TypeError, ValueError) as exc:
+        expected = type(exc)
+    if isinstance(expected, dict):
+        loc = line_char_locator(*args)
+        assert loc == expected
+        assert list(loc) == list(expected)  # the same key order: the same JSON
+    else:
+        with pytest.raises(expected):
+            line_char_locator(*args)
 
 
 def test_json_safe_number() -> None:
