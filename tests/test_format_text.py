@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,76 @@ def test_corpus_encoding_files(corpus: Path, row: dict[str, str]) -> None:
     assert "".join(texts(a)).strip()
     decoded = data.decode(row["codec"])
     assert_exact(decoded, a)
+
+
+# The paragraphs of the module docstring's rules, read line by line: the model the module's scan is tested against.
+_ATOMS = ["a", "bc", " ", "\t", "\n", "\r", "\r\n", "\f", "\v", "\x1c", "\x85", "\u2028", "\u00a0", "é", "\U0001f600"]
+
+
+def _model(src: str) -> tuple[list[tuple[str, dict[str, int], dict[str, int] | None]], int]:
+    """The blocks (text, locator, attrs) and coverage total the docstring's rules give ``src``: on each page (the
+    text between form feeds), each run of lines that are not all whitespace is a paragraph, from its first
+    non-whitespace character to just past its last one."""
+    index = LineIndex(src)
+    has_ff = "\f" in src
+    blocks: list[tuple[str, dict[str, int], dict[str, int] | None]] = []
+    lines_with_text: set[int] = set()
+    at = 0
+    for page_no, page in enumerate(src.split("\f"), 1):
+        breaks = list(re.finditer(r"\r\n|\r|\n", page))
+        starts = [at] + [at + m.end() for m in breaks]
+        ends = [at + m.start() for m in breaks] + [at + len(page)]
+        runs: list[list[tuple[int, int]]] = [[]]
+        for s, e in zip(starts, ends, strict=True):
+            if src[s:e].strip():
+                runs[-1].append((s, e))
+            elif runs[-1]:
+                runs.append([])
+        for run_ in filter(None, runs):
+            first, last = run_[0][0], run_[-1][1]
+            piece = src[first:last]
+            char_start = first + len(piece) - len(piece.lstrip())
+            char_end = first + len(piece.rstrip())
+            line_start, line_end = index.line_of(char_start), index.line_of(char_end - 1)
+            locator = {"line_start": line_start, "line_end": line_end, "char_start": char_start, "char_end": char_end}
+            text = re.sub(r"\r\n|\r", "\n", src[char_start:char_end])
+            blocks.append((text, locator, {"page": page_no} if has_ff else None))
+            lines_with_text.update(range(line_start, line_end + 1))
+        at += len(page) + 1
+    return blocks, len(lines_with_text)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_paragraphs_are_those_of_the_line_by_line_model(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(400):
+        src = "".join(rng.choice(_ATOMS) for _ in range(rng.randint(0, 48)))
+        a = run(src.encode())
+        blocks, total = _model(src)
+        assert [(b["text"], b["locator"], b.get("attrs")) for b in a["blocks"]] == blocks, repr(src)
+        assert a["coverage"]["total"] == a["coverage"]["extracted"] == total, repr(src)
+
+
+@pytest.mark.parametrize(
+    ("src", "expected"),
+    [
+        ("a\r\nb", ["a\nb"]),  # a CRLF is one terminator, never CR then an empty line then LF
+        ("a\r\r\nb", ["a", "b"]),  # CR, then CRLF: the line between them is blank
+        ("a\n\u2028\nb", ["a", "b"]),  # a line of Unicode whitespace is blank
+        ("a\u2028b\n\x85\n", ["a\u2028b"]),  # which is no terminator inside a line
+        ("\n  \n\t\nx  \n  y", ["x  \n  y"]),  # blank lines before the first paragraph
+        ("x\n \t ", ["x"]),  # a blank last line without a terminator
+    ],
+)
+def test_blank_line_separators(src: str, expected: list[str]) -> None:
+    a = run(src.encode())
+    assert texts(a) == expected
+    assert_exact(src, a)
+
+
+def test_more_blocks_than_one_batch() -> None:
+    n = 2 * text_format._ROWS_AT_ONCE + 3
+    a = run(b"p\n\n" * n)
+    assert [b["id"] for b in a["blocks"]] == [f"b{i}" for i in range(n)]
+    assert [b["locator"]["line_start"] for b in a["blocks"]] == list(range(1, 2 * n, 2))
+    assert a["coverage"]["total"] == a["coverage"]["extracted"] == n

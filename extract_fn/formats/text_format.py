@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import platform
 import re
+from collections.abc import Iterator
 from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
@@ -40,20 +41,26 @@ from extract_fn.formats.textblocks import (
     normalize_newlines,
 )
 from extract_fn.text_decoding import decode_text, refuse_wide_text
-from shared.artifact_builder import ArtifactBuilder, make_locator
+from shared.artifact_builder import ArtifactBuilder, BlockRow, line_char_locator
 
 PARSER: Final = "loom-text"
 PARSER_VERSION: Final = f"1+python{platform.python_version()}"
 
-# One match per paragraph (group "p") or per stretch of blank lines, never re-scanning a character: possessive
-# quantifiers keep a 50 MB line of spaces linear. A page (the text between form feeds) is scanned with endpos, so
-# no match crosses a form feed. "Blank" is whitespace other than a line terminator.
-_NB_LINE: Final = r"[^\S\r\n]*+\S[^\r\n]*+"
-_SCAN: Final = re.compile(
-    rf"(?P<p>{_NB_LINE}(?:(?:\r\n|\r|\n){_NB_LINE})*+)"  # a paragraph: non-blank lines, terminators between them
-    r"|(?:[^\S\r\n]*+(?:\r\n|\r|\n))++"  # blank lines (or the terminator that ends a paragraph)
-    r"|[^\S\r\n]++"  # blank tail of a page
-)
+# A paragraph ends where a blank line follows it: one match per run of blank lines, from the terminator of the line
+# before them to just past the last one's terminator (what lies between two matches is at most one paragraph, with
+# blank lines only at the page's ends). Only the separators are matched, so the engine's per-character cost is its
+# search for the first character, a fast scan when that is a literal (``_SEP_LF``, for text without ``\r``); the
+# terminators are atomic, so a ``\r\n`` is never read as ``\r`` then ``\n``, and the quantifiers possessive, so a
+# 50 MB line of spaces stays linear. A page (the text between form feeds) is scanned with endpos, so no match crosses
+# a form feed. "Blank" is whitespace other than a line terminator.
+_BLANK: Final = r"[^\S\r\n]*+"
+_TERM: Final = r"(?>\r\n|\r|\n)"
+_SEP: Final = re.compile(rf"{_TERM}(?:{_BLANK}{_TERM})++")
+_SEP_LF: Final = re.compile(rf"\n(?:{_BLANK}\n)++")
+
+# Blocks go to the builder in batches (``add_blocks``, a fraction of ``add_block``'s cost a block); a batch bounds
+# the rows held besides the blocks.
+_ROWS_AT_ONCE: Final = 4096
 
 
 def _body(ctx: FormatContext) -> dict[str, Any]:
@@ -62,6 +69,31 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
 
 
 extract = format_module(_body)
+
+
+def _paragraphs(text: str, start: int, end: int, sep: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    """Each paragraph of the page ``text[start:end]``: the offset of its first non-blank character and its text from
+    there to just past its last one (what lies between two separators, stripped; a stretch of blank lines at the
+    page's start or end holds none)."""
+    for m in sep.finditer(text, start, end):
+        found = _stripped(text, start, m.start())
+        if found is not None:
+            yield found
+        start = m.end()
+    found = _stripped(text, start, end)
+    if found is not None:
+        yield found
+
+
+def _stripped(text: str, start: int, end: int) -> tuple[int, str] | None:
+    """``text[start:end]`` without its leading and trailing whitespace, and where that begins; None when blank."""
+    piece = text[start:end]
+    stripped = piece.strip()
+    if not stripped:
+        return None
+    if piece[0].isspace():  # only then count the lead (lstrip copies)
+        start += len(piece) - len(piece.lstrip())
+    return start, stripped
 
 
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
@@ -78,56 +110,50 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
 
     has_cr = "\r" in text
     has_ff = "\f" in text
+    sep = _SEP if has_cr else _SEP_LF
     total = 0  # non-blank lines
     extracted = 0
     counted_to = 0  # the last line counted in total (a line split by a form feed holds two paragraphs)
     cut_line = 0  # the first line left out once the budget ran out
-    line = 1  # the line at `pos`
+    line = 1  # the line at `pos` (the end of the last paragraph)
     pos = 0
     page = 1
     page_start = 0
     n = len(text)
+    rows: list[BlockRow] = []  # blocks for the builder's add_blocks, _ROWS_AT_ONCE at a time
+    blocks = 0  # blocks made
     while page_start <= n:
         page_end = text.find("\f", page_start) if has_ff else -1
         if page_end < 0:
             page_end = n
-        for m in _SCAN.finditer(text, page_start, page_end):
-            if m.lastgroup != "p":
-                continue
-            start = m.start()
-            line += count_line_breaks(text, pos, start, has_cr=has_cr)
-            para = m.group()
-            breaks = count_line_breaks(para, 0, len(para), has_cr=has_cr)
-            line_start, line_end = line, line + breaks
-            pos, line = start, line_start
+        for char_start, stripped in _paragraphs(text, page_start, page_end, sep):
+            line += count_line_breaks(text, pos, char_start, has_cr=has_cr)
+            line_start, line_end = line, line + count_line_breaks(stripped, 0, len(stripped), has_cr=has_cr)
+            char_end = char_start + len(stripped)
+            pos, line = char_end, line_end  # so each line break is counted once
             new_lines = line_end - max(line_start - 1, counted_to)
             if new_lines > 0:
                 total += new_lines
                 counted_to = line_end
             if cut_line:
                 continue
-            stripped = para.strip()
-            lead = len(para) - len(para.lstrip())
-            char_start = start + lead
-            char_end = char_start + len(stripped)
             block_text = normalize_newlines(stripped) if has_cr else stripped
             attrs = {"page": page} if has_ff else None
             if not budget.take(block_text, (), (), attrs):
                 cut_line = line_start
                 continue
-            builder.add_block(
-                "paragraph",
-                block_text,
-                locator=make_locator(
-                    line_start=line_start, line_end=line_end, char_start=char_start, char_end=char_end
-                ),
-                attrs=attrs,
-            )
+            locator = line_char_locator(line_start, line_end, char_start, char_end)
+            rows.append((f"b{blocks}", "paragraph", block_text, None, (), locator, [], attrs))
+            blocks += 1
+            if len(rows) == _ROWS_AT_ONCE:
+                builder.add_blocks(rows)
+                rows = []
             if new_lines > 0:
                 extracted += new_lines
         page += 1
         page_start = page_end + 1
 
+    builder.add_blocks(rows)
     if cut_line:
         builder.fail(line_ranges_label(cut_line, max(cut_line, counted_to)), OUTPUT_LIMIT_REASON)
     builder.coverage(total=total, extracted=extracted)
