@@ -13,7 +13,7 @@ import pytest
 
 from extract_fn.formats import text_format
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.textblocks import LineIndex
+from extract_fn.formats.textblocks import LINE_BREAK_RE, LineIndex, normalize_newlines
 from shared.artifact import validate_artifact
 from shared.contract import ErrorCode, ExtractionError
 
@@ -291,3 +291,12 @@ def test_more_blocks_than_one_batch() -> None:
     assert [b["id"] for b in a["blocks"]] == [f"b{i}" for i in range(n)]
     assert [b["locator"]["line_start"] for b in a["blocks"]] == list(range(1, 2 * n, 2))
     assert a["coverage"]["total"] == a["coverage"]["extracted"] == n
+
+
+def test_normalize_newlines_is_the_terminator_regex() -> None:
+    rng = random.Random(14)
+    for _ in range(2000):
+        src = "".join(rng.choice(["\r", "\n", "\r\n", "a", " "]) for _ in range(rng.randint(0, 24)))
+        assert normalize_newlines(src) == LINE_BREAK_RE.sub("\n", src), repr(src)
+    plain = "no carriage return\n"
+    assert normalize_newlines(plain) is plain

@@ -24,7 +24,9 @@ def normalize_newlines(text: str) -> str:
     """``\\r\\n`` and ``\\r`` -> ``\\n`` (a no-op, without a copy, for text that has no ``\\r``)."""
     if "\r" not in text:
         return text
-    return LINE_BREAK_RE.sub("\n", text)
+    # The pairs first, then the lone ``\r`` left: what ``LINE_BREAK_RE.sub("\\n", text)`` gives (both read a ``\r\n``
+    # left to right as one terminator), at about a sixth of its cost.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def count_line_breaks(text: str, start: int, end: int, *, has_cr: bool) -> int:
