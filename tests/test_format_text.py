@@ -13,7 +13,13 @@ import pytest
 
 from extract_fn.formats import text_format
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.textblocks import LINE_BREAK_RE, LineIndex, normalize_newlines
+from extract_fn.formats.textblocks import (
+    LINE_BREAK_RE,
+    LineIndex,
+    count_line_breaks,
+    line_terminator,
+    normalize_newlines,
+)
 from shared.artifact import validate_artifact
 from shared.contract import ErrorCode, ExtractionError
 
@@ -261,11 +267,13 @@ def _model(src: str) -> tuple[list[tuple[str, dict[str, int], dict[str, int] | N
 def test_paragraphs_are_those_of_the_line_by_line_model(seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(400):
-        src = "".join(rng.choice(_ATOMS) for _ in range(rng.randint(0, 48)))
-        a = run(src.encode())
-        blocks, total = _model(src)
-        assert [(b["text"], b["locator"], b.get("attrs")) for b in a["blocks"]] == blocks, repr(src)
-        assert a["coverage"]["total"] == a["coverage"]["extracted"] == total, repr(src)
+        mixed = "".join(rng.choice(_ATOMS) for _ in range(rng.randint(0, 48)))
+        # and the same lines with one terminator throughout (the module scans those for that one)
+        for src in [mixed] + [LINE_BREAK_RE.sub(t, mixed) for t in ("\n", "\r\n", "\r")]:
+            a = run(src.encode())
+            blocks, total = _model(src)
+            assert [(b["text"], b["locator"], b.get("attrs")) for b in a["blocks"]] == blocks, repr(src)
+            assert a["coverage"]["total"] == a["coverage"]["extracted"] == total, repr(src)
 
 
 @pytest.mark.parametrize(
@@ -291,6 +299,26 @@ def test_more_blocks_than_one_batch() -> None:
     assert [b["id"] for b in a["blocks"]] == [f"b{i}" for i in range(n)]
     assert [b["locator"]["line_start"] for b in a["blocks"]] == list(range(1, 2 * n, 2))
     assert a["coverage"]["total"] == a["coverage"]["extracted"] == n
+
+
+@pytest.mark.parametrize(
+    ("src", "expected"),
+    [
+        ("", "\n"),
+        ("a", "\n"),
+        ("a\nb\n", "\n"),
+        ("a\r\nb\r\n", "\r\n"),
+        ("a\rb", "\r"),
+        ("a\r\nb\n", None),
+        ("a\r\nb\r", None),
+        ("a\rb\n", None),
+        ("\n\r", None),
+    ],
+)
+def test_line_terminator(src: str, expected: str | None) -> None:
+    assert line_terminator(src) == expected
+    if expected is not None:  # then counting it alone counts every terminator
+        assert count_line_breaks(src, 0, len(src), has_cr=True, only=expected) == len(LINE_BREAK_RE.findall(src))
 
 
 def test_normalize_newlines_is_the_terminator_regex() -> None:

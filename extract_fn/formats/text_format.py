@@ -38,6 +38,7 @@ from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
     count_line_breaks,
     line_ranges_label,
+    line_terminator,
     normalize_newlines,
 )
 from extract_fn.text_decoding import decode_text, refuse_wide_text
@@ -48,15 +49,17 @@ PARSER_VERSION: Final = f"1+python{platform.python_version()}"
 
 # A paragraph ends where a blank line follows it: one match per run of blank lines, from the terminator of the line
 # before them to just past the last one's terminator (what lies between two matches is at most one paragraph, with
-# blank lines only at the page's ends). Only the separators are matched, so the engine's per-character cost is its
-# search for the first character, a fast scan when that is a literal (``_SEP_LF``, for text without ``\r``); the
-# terminators are atomic, so a ``\r\n`` is never read as ``\r`` then ``\n``, and the quantifiers possessive, so a
-# 50 MB line of spaces stays linear. A page (the text between form feeds) is scanned with endpos, so no match crosses
-# a form feed. "Blank" is whitespace other than a line terminator.
+# blank lines only before the page's first paragraph or after its last). Only the separators are matched, so the
+# engine's cost per character is its search for a separator's first character, a fast scan for a literal: a text
+# whose terminators are all alike (all \n, all \r\n or all \r: ``textblocks.line_terminator``) is scanned for
+# that one (``_SEP_BY_TERMINATOR``), a text that mixes them for any (``_SEP``, a class: slower). The terminators are
+# possessive, so a ``\r\n`` is never read as ``\r`` then ``\n``, and so are the quantifiers, so a 50 MB line of
+# spaces stays linear. A page (the text between form feeds) is scanned with endpos, so no match crosses a form
+# feed. "Blank" is whitespace other than a line terminator.
 _BLANK: Final = r"[^\S\r\n]*+"
-_TERM: Final = r"(?>\r\n|\r|\n)"
+_TERM: Final = r"(?:\r\n?+|\n)"
 _SEP: Final = re.compile(rf"{_TERM}(?:{_BLANK}{_TERM})++")
-_SEP_LF: Final = re.compile(rf"\n(?:{_BLANK}\n)++")
+_SEP_BY_TERMINATOR: Final = {t: re.compile(rf"{t}(?:{_BLANK}{t})++") for t in ("\n", "\r\n", "\r")}
 
 # Blocks go to the builder in batches (``add_blocks``, a fraction of ``add_block``'s cost a block); a batch bounds
 # the rows held besides the blocks.
@@ -108,9 +111,10 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     budget = output_budget(request, BudgetKind.TEXT)
     budget.charge(256)
 
-    has_cr = "\r" in text
+    only = line_terminator(text)  # the one terminator the text uses, or None
+    has_cr = only != "\n"
     has_ff = "\f" in text
-    sep = _SEP if has_cr else _SEP_LF
+    sep = _SEP_BY_TERMINATOR[only] if only is not None else _SEP
     total = 0  # non-blank lines
     extracted = 0
     counted_to = 0  # the last line counted in total (a line split by a form feed holds two paragraphs)
@@ -127,8 +131,9 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         if page_end < 0:
             page_end = n
         for char_start, stripped in _paragraphs(text, page_start, page_end, sep):
-            line += count_line_breaks(text, pos, char_start, has_cr=has_cr)
-            line_start, line_end = line, line + count_line_breaks(stripped, 0, len(stripped), has_cr=has_cr)
+            line += count_line_breaks(text, pos, char_start, has_cr=has_cr, only=only)
+            breaks = count_line_breaks(stripped, 0, len(stripped), has_cr=has_cr, only=only)
+            line_start, line_end = line, line + breaks
             char_end = char_start + len(stripped)
             pos, line = char_end, line_end  # so each line break is counted once
             new_lines = line_end - max(line_start - 1, counted_to)

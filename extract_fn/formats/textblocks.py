@@ -29,12 +29,28 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def count_line_breaks(text: str, start: int, end: int, *, has_cr: bool) -> int:
+def line_terminator(text: str) -> str | None:
+    """The one line terminator ``text`` uses (``\\n``, ``\\r\\n`` or ``\\r``; ``\\n`` for a text without any), or None
+    when it mixes them."""
+    if "\r" not in text:  # a search, several times faster than a count
+        return "\n"
+    if "\n" not in text:
+        return "\r"
+    crs = text.count("\r")
+    if crs == text.count("\n") == text.count("\r\n"):
+        return "\r\n"
+    return None
+
+
+def count_line_breaks(text: str, start: int, end: int, *, has_cr: bool, only: str | None = None) -> int:
     """How many line terminators (``\\n``, ``\\r\\n``, ``\\r``) lie in ``text[start:end]``.
 
     ``start`` and ``end`` must not split a ``\\r\\n`` pair; ``has_cr`` says whether the text holds any ``\\r``
-    (checked once by the caller, not on every call).
+    and ``only`` which terminator it uses when it uses one alone (``line_terminator``): one count instead of three
+    (both checked once by the caller, not on every call).
     """
+    if only is not None:
+        return text.count(only, start, end)
     n = text.count("\n", start, end)
     if has_cr:
         n += text.count("\r", start, end) - text.count("\r\n", start, end)
