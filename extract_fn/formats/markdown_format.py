@@ -414,6 +414,9 @@ FAST_MAX_PREFIX_COLUMNS: Final = 64
 # tokens peak at 22), with a margin. A Rust allocation that fails aborts the process where markdown-it-py's raises
 # MemoryError, so a source whose fast parse may not fit the process's memory limit goes to markdown-it-py.
 FAST_MEMORY_PER_BYTE: Final = 48
+# Sources from this size on give the freed tree's heap back (``_release_tree_memory``): below it, the heap is not worth
+# a malloc_trim, nor a small file's import of ctypes.
+FAST_TRIM_FROM_BYTES: Final = 1 << 20
 # markdown-it-py's table rule ends a table once it has padded this many missing cells (MAX_AUTOCOMPLETED_CELLS).
 TABLE_MAX_AUTOCOMPLETED_CELLS: Final = 0x10000
 # Square brackets per line (on average over the source) past which the fast parser is slower than markdown-it-py: its
@@ -734,11 +737,24 @@ def _fast_events(source: str) -> list[Event] | None:
     except BaseException:  # a Rust panic is pyo3's PanicException, a BaseException: markdown-it-py copes
         return None
     try:
-        return _tree_events(root, buf, runs, tab_lines)
+        events = _tree_events(root, buf, runs, tab_lines)
     except MemoryError:
         raise
     except Exception:  # _NotFast, or a node shaped otherwise than this walk knows: markdown-it-py parses the text
         return None
+    del root
+    if len(buf) >= FAST_TRIM_FROM_BYTES:
+        _release_tree_memory()
+    return events
+
+
+def _release_tree_memory() -> None:
+    """Give the heap markdown-it-pyrs's tree freed back to the system: the tree lives in malloc's heap (Rust's
+    allocations) while the blocks made next live in Python's own arenas, so the freed heap would otherwise stay
+    resident under them (about 20 MB of the worker's peak for big.md's 2.8 MB)."""
+    from extract_fn.buffering import release_memory
+
+    release_memory()
 
 
 def _leaf_event(node: Any, name: str, opening: str | bytes, first: int, last: int) -> Event:
