@@ -812,24 +812,6 @@ def test_deeply_nested_brackets_read_as_text_match_the_parser_without_links() ->
         assert mf.inline_text(content, {}, LIMITS) == mf._render_inline(children), content
 
 
-def test_a_big_source_gives_the_freed_tree_heap_back_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From FAST_TRIM_FROM_BYTES on, the fast path asks for the tree's freed heap back (once), and nothing else
-    changes; below it, it does not ask."""
-    import extract_fn.buffering
-
-    src = "# Title\n\nSome text.\n\n- one\n- two\n\n```py\ncode\n```\n"
-    calls: list[int] = []
-    monkeypatch.setattr(extract_fn.buffering, "release_memory", lambda: calls.append(1))
-    small = run(src)
-    assert calls == []
-    monkeypatch.setattr(markdown_format, "FAST_TRIM_FROM_BYTES", len(src))
-    assert markdown_format._fast_events(src) is not None
-    assert calls == [1]
-    big = run(src)
-    assert calls == [1, 1]
-    assert orjson.dumps(big) == orjson.dumps(small)
-
-
 _PIECE_CASES = [
     "# a\n\ntext\n\n## b\n\nmore\n",
     "# a\n\n```\ncode\n\n# not a heading\n```\n\n# b\n\nafter\n",  # a fence open where a piece would end

@@ -414,9 +414,6 @@ FAST_MAX_PREFIX_COLUMNS: Final = 64
 # tokens peak at 22), with a margin. A Rust allocation that fails aborts the process where markdown-it-py's raises
 # MemoryError, so a source whose fast parse may not fit the process's memory limit goes to markdown-it-py.
 FAST_MEMORY_PER_BYTE: Final = 48
-# Sources from this size on give the freed tree's heap back (``_release_tree_memory``): below it, the heap is not worth
-# a malloc_trim, nor a small file's import of ctypes.
-FAST_TRIM_FROM_BYTES: Final = 1 << 20
 # The fast parse reads the source a piece of about this many characters at a time (``_piece_ends``), cut just before a
 # line that opens an ATX heading after a blank line.
 FAST_PIECE_CHARS: Final = 1 << 18
@@ -734,15 +731,14 @@ def _fast_events(source: str) -> list[Event] | None:
     room = _memory_room()
     if room is not None and len(buf) * FAST_MEMORY_PER_BYTE > room:
         return None
+    ascii_ = isinstance(buf, str)
+    del buf  # each piece is encoded on its own
     try:
-        events = _piecewise_events(src, isinstance(buf, str), runs, tab_lines)
+        return _piecewise_events(src, ascii_, runs, tab_lines)
     except (MemoryError, KeyboardInterrupt, SystemExit):
         raise
     except BaseException:  # _NotFast, a node shaped otherwise than this walk knows, or a Rust panic (pyo3's
         return None  # PanicException, a BaseException): markdown-it-py parses the text
-    if len(buf) >= FAST_TRIM_FROM_BYTES:
-        _release_tree_memory()
-    return events
 
 
 def _piece_ends(src: str) -> list[int]:
@@ -802,15 +798,6 @@ def _open_at_end(root: Any, buf: str | bytes) -> bool:
         if node.name in ("fence", "html_block") and node.srcmap is not None and node.srcmap[1] >= blank:
             return True
     return False
-
-
-def _release_tree_memory() -> None:
-    """Give the heap markdown-it-pyrs's tree freed back to the system: the tree lives in malloc's heap (Rust's
-    allocations) while the blocks made next live in Python's own arenas, so the freed heap would otherwise stay
-    resident under them (about 20 MB of the worker's peak for big.md's 2.8 MB)."""
-    from extract_fn.buffering import release_memory
-
-    release_memory()
 
 
 def _leaf_event(node: Any, name: str, opening: str | bytes, first: int, last: int) -> Event:
