@@ -624,3 +624,18 @@ def test_a_big_document_frees_its_tree_before_the_blocks_are_made(monkeypatch: p
     assert alive_at_trim == [0]
     assert blocks_at_trim == [1]  # the rows of the first run only: this run's became blocks after the trim
     assert made[-1] == len(big["blocks"])
+
+
+@pytest.mark.parametrize("entity", ["", " &amp;"])
+def test_the_source_map_places_runs_kept_as_offsets_and_decoded_runs(entity: str) -> None:
+    """Runs that are their own decoding are searched in the source itself, decoded ones in their decoding: both
+    place text at its source offsets, the cursor moving forward through both kinds."""
+    src = f"<p>one{entity} two</p><p>plain text</p><xmp>x &amp; y</xmp><p>one more</p>"
+    smap = html_format._SourceMap(src)
+    first = smap.place("one")
+    assert first == (src.index("one"), src.index("one") + 3)
+    assert smap.place("plain") == (src.index("plain"), src.index("plain") + 5)
+    assert smap.locate("text") is not None
+    assert smap.place("x &amp; y") == (src.index("x &amp;"), src.index("x &amp;") + 9)  # xmp: raw text
+    assert smap.place("one") == (src.index("one more"), src.index("one more") + 3)
+    assert smap.place("two") is None  # behind the cursor
