@@ -581,3 +581,61 @@ def test_blocks_keep_the_builders_bounds_and_marks() -> None:
     assert [b["id"] for b in a["blocks"]] == [f"b{n}" for n in range(len(a["blocks"]))]
     assert LOST_SECTION_PATH in a["coverage"]["lost"]
     assert LOST_EXACT_KEYS in a["coverage"]["lost"]
+
+
+def test_a_big_document_frees_its_tree_before_the_blocks_are_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From _TRIM_FROM_CHARS on, Lexbor's tree is gone when the freed heap is asked back (before the rows become
+    blocks), and nothing else changes."""
+    import weakref
+
+    import extract_fn.buffering
+
+    src = "<html lang='en'><head><title>T</title></head><body><h1>A</h1><p>one</p><ul><li>two</li></ul></body></html>"
+    trees: list[weakref.ref[Any]] = []
+
+    class Tracked(html_format.LexborHTMLParser):  # type: ignore[misc]
+        def __init__(self, html: str) -> None:
+            super().__init__(html)
+            trees.append(weakref.ref(self))
+
+    alive_at_trim: list[int] = []
+    blocks_at_trim: list[int] = []
+    real_add_blocks = html_format.ArtifactBuilder.add_blocks
+    made: list[int] = []
+
+    def add_blocks(self: Any, rows: Any, **kw: Any) -> None:
+        made.append(len(rows))
+        real_add_blocks(self, rows, **kw)
+
+    def release() -> None:
+        alive_at_trim.append(sum(ref() is not None for ref in trees))
+        blocks_at_trim.append(len(made))
+
+    small = run(src)
+    monkeypatch.setattr(html_format, "LexborHTMLParser", Tracked)
+    monkeypatch.setattr(html_format.ArtifactBuilder, "add_blocks", add_blocks)
+    monkeypatch.setattr(extract_fn.buffering, "release_memory", release)
+    assert run(src) == small
+    assert alive_at_trim == []  # below the threshold: not asked
+    monkeypatch.setattr(html_format, "_TRIM_FROM_CHARS", len(src))
+    big = run(src)
+    assert orjson.dumps(big) == orjson.dumps(small)
+    assert trees
+    assert alive_at_trim == [0]
+    assert blocks_at_trim == [1]  # the rows of the first run only: this run's became blocks after the trim
+    assert made[-1] == len(big["blocks"])
+
+
+@pytest.mark.parametrize("entity", ["", " &amp;"])
+def test_the_source_map_places_runs_kept_as_offsets_and_decoded_runs(entity: str) -> None:
+    """Runs that are their own decoding are searched in the source itself, decoded ones in their decoding: both
+    place text at its source offsets, the cursor moving forward through both kinds."""
+    src = f"<p>one{entity} two</p><p>plain text</p><xmp>x &amp; y</xmp><p>one more</p>"
+    smap = html_format._SourceMap(src)
+    first = smap.place("one")
+    assert first == (src.index("one"), src.index("one") + 3)
+    assert smap.place("plain") == (src.index("plain"), src.index("plain") + 5)
+    assert smap.locate("text") is not None
+    assert smap.place("x &amp; y") == (src.index("x &amp;"), src.index("x &amp;") + 9)  # xmp: raw text
+    assert smap.place("one") == (src.index("one more"), src.index("one more") + 3)
+    assert smap.place("two") is None  # behind the cursor

@@ -810,3 +810,65 @@ def test_deeply_nested_brackets_read_as_text_match_the_parser_without_links() ->
         children: list[Any] = []
         slow.inline.parse(content, slow, {}, children)
         assert mf.inline_text(content, {}, LIMITS) == mf._render_inline(children), content
+
+
+_PIECE_CASES = [
+    "# a\n\ntext\n\n## b\n\nmore\n",
+    "# a\n\n```\ncode\n\n# not a heading\n```\n\n# b\n\nafter\n",  # a fence open where a piece would end
+    "# a\n\n~~~~ py\ncode\n\n# still code\n\n~~~\n\n# code too\n",  # never closed
+    "<script>\nx\n\n# inside the script block\n</script>\n\n# y\n",  # an HTML block that spans blank lines
+    "<!--\n\n# in the comment\n-->\n\n# z\n",
+    "- item\n  ```\n  code\n\n# h\n\n- next\n",  # a fence in an item: the heading ends both
+    "> quote\n> ```\n\n# h\n\n> more\n",
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\n# h\n\n| c |\n|---|\n| 3 |\n\n## i\n\n| d |\n",  # table runs in pieces
+    "# é\n\nü *x*\n\n# ö\n\n日本\n\n#\n\n####### not a heading\n\n#x\n\n# 😀 \t\n",
+    "text\n  \n# h\n\t\n## i\n\n    code\n\n# j\n\n1. one\n2. two\n\n# k\n",
+    "# a\n\n```\nunclosed\n\n# b\n\n<div>\n\n# c\n",
+]
+
+
+def _piece_sources(corpus: Path) -> list[str]:
+    rnd = random.Random(7)
+    docs = [_document(rnd) for _ in range(60)]
+    paths = sorted((corpus / "markdown").glob("**/*.md"))
+    return [*_PIECE_CASES, *docs, *(p.read_bytes().decode("utf-8-sig") for p in paths)]
+
+
+def test_the_fast_parse_in_pieces_makes_the_events_of_one_parse(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut at every heading that may start a piece, the fast parse makes the same events as one parse of the whole
+    source, and the artifact is markdown-it-py's."""
+    sources = _piece_sources(corpus)
+    whole = [markdown_format._fast_events(src) for src in sources]
+    monkeypatch.setattr(markdown_format, "FAST_PIECE_CHARS", 1)
+    cut = 0
+    for src, events in zip(sources, whole, strict=True):
+        assert markdown_format._fast_events(src) == events, src[:300]
+        cut += len(markdown_format._piece_ends(markdown_format.normalize_newlines(src))) > 1
+        mine, reference = _both(src)
+        assert mine == reference, src[:300]
+    assert cut > 60
+    assert all(events is not None for events in whole[: len(_PIECE_CASES)])
+
+
+def test_a_piece_that_ends_in_an_open_fence_is_parsed_with_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(markdown_format, "FAST_PIECE_CHARS", 1)
+    src = "# a\n\n# f\n\n```\ncode\n\n# not a heading\n```\n\n# b\n\n<pre>\n\n# kept\n\n</pre>\n\n# c\n"
+    ends = markdown_format._piece_ends(src)
+    assert [src[end : end + 3] for end in ends] == ["# f", "# n", "# b", "# k", "# c", ""]
+    parsed: list[str] = []
+    real = markdown_format._fast_parser()
+
+    class Recording:
+        def tree(self, piece: str) -> Any:
+            parsed.append(piece)
+            return real.tree(piece)
+
+    monkeypatch.setattr(markdown_format, "_fast_parser", Recording)
+    events = markdown_format._fast_events(src)
+    assert events is not None
+    # the fence's piece is parsed again with all the rest; nothing is cut after that
+    assert parsed == [src[: ends[0]], src[ends[0] : ends[1]], src[ends[0] :]]
+    blocks = run(src)["blocks"]
+    assert [b["type"] for b in blocks] == ["heading", "heading", "code", "heading", "paragraph", "heading"]
+    assert blocks[2]["text"] == "code\n\n# not a heading"
+    assert blocks[4]["text"] == "# kept"

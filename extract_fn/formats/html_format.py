@@ -196,13 +196,15 @@ _CHARREF: Final = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{
 
 class _SourceMap:
     """The decoded source's runs of character data, each as the parser decodes it (entities, CR LF -> LF, NULs
-    dropped), and a cursor that walks them in step with the DOM's text nodes."""
+    dropped), and a cursor that walks them in step with the DOM's text nodes. A run that decodes to itself (most)
+    is kept as its end offset, not as a copy: it is searched in the source itself (4 MB less for big.html)."""
 
-    __slots__ = ("_decs", "_k", "_maps", "_off", "_starts")
+    __slots__ = ("_decs", "_k", "_maps", "_off", "_src", "_starts")
 
     def __init__(self, src: str) -> None:
+        self._src = src
         self._starts: list[int] = []
-        self._decs: list[str] = []
+        self._decs: list[str | int] = []  # a run's decoded text, or the end offset of one that is its own decoding
         self._maps: dict[int, tuple[list[int], list[tuple[int, int, int, int]]]] = {}
         self._k = 0
         self._off = 0
@@ -219,7 +221,7 @@ class _SourceMap:
             self._decs.append(dec)
         else:
             self._starts.append(a)
-            self._decs.append(raw)
+            self._decs.append(b)
 
     def _scan(self, src: str) -> None:
         """Split the source into character data and markup; raw-text elements restart the scan past their end."""
@@ -237,7 +239,7 @@ class _SourceMap:
                 if s > pos:
                     if plain:
                         starts.append(pos)
-                        decs.append(src[pos:s])
+                        decs.append(s)
                     else:
                         add(src, pos, s)
                 pos = m.end()
@@ -246,14 +248,14 @@ class _SourceMap:
                 name = m.group(1).lower()
                 if name == "plaintext":
                     starts.append(pos)
-                    decs.append(src[pos:n])
+                    decs.append(n)
                     return
                 end = re.compile(rf"</{re.escape(name)}[\t\n\f\r />]", re.I).search(src, pos)
                 stop = end.start() if end else n
                 if name in _RAW_TEXT and stop > pos:
                     if name == "xmp":
                         starts.append(pos)
-                        decs.append(src[pos:stop])
+                        decs.append(stop)
                     else:
                         add(src, pos, stop)
                 pos = stop
@@ -263,7 +265,7 @@ class _SourceMap:
                 if pos < n:
                     if plain:
                         starts.append(pos)
-                        decs.append(src[pos:n])
+                        decs.append(n)
                     else:
                         add(src, pos, n)
                 return
@@ -274,11 +276,21 @@ class _SourceMap:
         k = self._k
         stop = min(len(decs), k + LOCATE_WINDOW)
         off = self._off
+        src = self._src
+        starts = self._starts
         while k < stop:
-            p = decs[k].find(data, off)
-            if p >= 0:
-                self._k, self._off = k, p + len(data)
-                return k, p
+            dec = decs[k]
+            if dec.__class__ is int:  # a run that is its own decoding: searched in the source
+                p = src.find(data, starts[k] + off, dec)
+                if p >= 0:
+                    p -= starts[k]
+                    self._k, self._off = k, p + len(data)
+                    return k, p
+            else:
+                p = dec.find(data, off)  # type: ignore[union-attr]  # a str
+                if p >= 0:
+                    self._k, self._off = k, p + len(data)
+                    return k, p
             k += 1
             off = 0
         return None
@@ -290,10 +302,19 @@ class _SourceMap:
         k = self._k
         stop = min(len(decs), k + LOCATE_WINDOW)
         off = self._off
+        src = self._src
+        starts = self._starts
         while k < stop:
-            p = decs[k].find(core, off)
-            if p >= 0:
-                break
+            dec = decs[k]
+            if dec.__class__ is int:  # as in ``locate``
+                p = src.find(core, starts[k] + off, dec)
+                if p >= 0:
+                    p -= starts[k]
+                    break
+            else:
+                p = dec.find(core, off)  # type: ignore[union-attr]  # a str
+                if p >= 0:
+                    break
             k += 1
             off = 0
         else:
@@ -1203,6 +1224,12 @@ def _traverse(
 
 
 def _run(tree: LexborHTMLParser, walker: _Walker) -> None:
+    _walk_tree(tree, walker)
+    walker.add_rows()
+
+
+def _walk_tree(tree: LexborHTMLParser, walker: _Walker) -> None:
+    """Walk ``tree`` into ``walker``'s rows (``add_rows`` hands them to the builder)."""
     root = tree.root
     if root is None:
         return
@@ -1215,7 +1242,6 @@ def _run(tree: LexborHTMLParser, walker: _Walker) -> None:
     body = tree.body
     walker.walk(body if body is not None else root)
     walker.flush()
-    walker.add_rows()
 
 
 def visible_text(html: str, limits: Limits) -> tuple[str, bool]:
@@ -1365,6 +1391,11 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
 extract = format_module(_body)
 
 
+# Documents from this size on give the freed tree's heap back (``_extract``): below it, the heap is not worth a
+# malloc_trim, nor a small file's import of ctypes.
+_TRIM_FROM_CHARS: Final = 1 << 20
+
+
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     decoded, warning = _decode(data, request.encoding)
     refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
@@ -1403,7 +1434,15 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             budget.charge(len(lang.encode("utf-8")) + 16)
 
     walker = _Walker(builder, budget, _SourceMap(text), LineIndex(text), limits)
-    _run(tree, walker)
+    _walk_tree(tree, walker)
+    # Lexbor's tree lives in malloc's heap and the blocks made next in Python's own arenas: the tree is freed, and
+    # its heap given back, before the rows become blocks (about 8 MB of the worker's peak for big.html).
+    del tree, root, title_node
+    if len(text) >= _TRIM_FROM_CHARS:
+        from extract_fn.buffering import release_memory
+
+        release_memory()
+    walker.add_rows()
     if walker.cut:
         missing = walker.total - walker.extracted
         where = f"from line {walker.cut_line} on" if walker.cut_line else "after the last block"

@@ -414,6 +414,10 @@ FAST_MAX_PREFIX_COLUMNS: Final = 64
 # tokens peak at 22), with a margin. A Rust allocation that fails aborts the process where markdown-it-py's raises
 # MemoryError, so a source whose fast parse may not fit the process's memory limit goes to markdown-it-py.
 FAST_MEMORY_PER_BYTE: Final = 48
+# The fast parse reads the source a piece of about this many characters at a time (``_piece_ends``), cut just before a
+# line that opens an ATX heading after a blank line.
+FAST_PIECE_CHARS: Final = 1 << 18
+_PIECE_BREAK: Final = re.compile(r"\n[ \t]*\n(?=#{1,6}(?:[ \t\n]|\Z))")
 # markdown-it-py's table rule ends a table once it has padded this many missing cells (MAX_AUTOCOMPLETED_CELLS).
 TABLE_MAX_AUTOCOMPLETED_CELLS: Final = 0x10000
 # Square brackets per line (on average over the source) past which the fast parser is slower than markdown-it-py: its
@@ -727,18 +731,73 @@ def _fast_events(source: str) -> list[Event] | None:
     room = _memory_room()
     if room is not None and len(buf) * FAST_MEMORY_PER_BYTE > room:
         return None
+    ascii_ = isinstance(buf, str)
+    del buf  # each piece is encoded on its own
     try:
-        root = _fast_parser().tree(src)
+        return _piecewise_events(src, ascii_, runs, tab_lines)
     except (MemoryError, KeyboardInterrupt, SystemExit):
         raise
-    except BaseException:  # a Rust panic is pyo3's PanicException, a BaseException: markdown-it-py copes
-        return None
-    try:
-        return _tree_events(root, buf, runs, tab_lines)
-    except MemoryError:
-        raise
-    except Exception:  # _NotFast, or a node shaped otherwise than this walk knows: markdown-it-py parses the text
-        return None
+    except BaseException:  # _NotFast, a node shaped otherwise than this walk knows, or a Rust panic (pyo3's
+        return None  # PanicException, a BaseException): markdown-it-py parses the text
+
+
+def _piece_ends(src: str) -> list[int]:
+    """Where the fast parse cuts ``src`` into pieces parsed one at a time (offsets, the last ``len(src)``): about
+    every FAST_PIECE_CHARS, just before an ATX heading at column 0 that follows a blank line (``_PIECE_BREAK``).
+
+    Such a heading ends every open block but an open fence or an HTML block that may span blank lines (CommonMark's
+    kinds 1 to 5), so the blocks before it are what they would be without the text after it, and the text after it
+    parses as a document of its own (reference definitions, the one way text acts on text before it, never take the
+    fast path). ``_piece_events`` checks each piece for the open fence or HTML block."""
+    ends = []
+    pos = FAST_PIECE_CHARS
+    while pos < len(src):
+        m = _PIECE_BREAK.search(src, pos)
+        if m is None:
+            break
+        ends.append(m.end())
+        pos = m.end() + FAST_PIECE_CHARS
+    ends.append(len(src))
+    return ends
+
+
+def _piecewise_events(src: str, ascii_: bool, runs: dict[int, list[str]], tab_lines: list[int]) -> list[Event]:
+    """The block events of ``src`` from markdown-it-pyrs, parsed a piece at a time (``_piece_ends``): a tree takes
+    some 20 bytes of memory a source byte, so one piece's tree at a time keeps the fast path's peak to a few MB. A
+    piece that ends inside an open fence or HTML block is parsed again with all the text after it."""
+    events: list[Event] = []
+    ends = _piece_ends(src)
+    start, line = 0, 1
+    k = 0
+    while k < len(ends):
+        end = ends[k]
+        piece = src[start:end]
+        buf: str | bytes = piece if ascii_ else piece.encode("utf-8")
+        root = _fast_parser().tree(piece)
+        if end < len(src) and _open_at_end(root, buf):
+            ends[k + 1 :] = []
+            ends[k] = len(src)
+            continue
+        lines = piece.count("\n")
+        events += _tree_events(root, buf, runs, tab_lines, first_line=line, end_line=line + lines)
+        del root
+        line += lines
+        start = end
+        k += 1
+    return events
+
+
+def _open_at_end(root: Any, buf: str | bytes) -> bool:
+    """Whether a fence or HTML block of the piece ``buf`` (which ends with a blank line) runs into that blank line:
+    one that the text after the piece could still continue. (A node's position ends before its last line's
+    newline: a block closed before the blank line ends before the blank line starts.)"""
+    blank = buf.rfind("\n" if isinstance(buf, str) else b"\n", 0, len(buf) - 1) + 1  # type: ignore[arg-type]
+    node = root
+    while node.children:
+        node = node.children[-1]
+        if node.name in ("fence", "html_block") and node.srcmap is not None and node.srcmap[1] >= blank:
+            return True
+    return False
 
 
 def _leaf_event(node: Any, name: str, opening: str | bytes, first: int, last: int) -> Event:
@@ -763,9 +822,11 @@ def _leaf_event(node: Any, name: str, opening: str | bytes, first: int, last: in
     raise _NotFast(name)
 
 
-def _tree_events(root: Any, buf: str | bytes, runs: dict[int, list[str]], tab_lines: list[int]) -> list[Event]:
-    """markdown-it-pyrs's tree as block events (iterative). A paragraph at the top level that is one of ``runs``
-    becomes the table run's events.
+def _tree_events(
+    root: Any, buf: str | bytes, runs: dict[int, list[str]], tab_lines: list[int], *, first_line: int, end_line: int
+) -> list[Event]:
+    """markdown-it-pyrs's tree of a piece of the source, lines ``first_line`` to before ``end_line``, as block events
+    (iterative). A paragraph at the top level that is one of ``runs`` becomes the table run's events.
 
     A node's line is 1 + the newlines before its byte offset, counted from the offset asked for last (the walk asks
     in document order, so each stretch of the text is counted about once, in C)."""
@@ -776,8 +837,8 @@ def _tree_events(root: Any, buf: str | bytes, runs: dict[int, list[str]], tab_li
     newline: Any = "\n" if isinstance(buf, str) else b"\n"
     count: Callable[[Any, int, int], int] = buf.count
     find: Callable[[Any, int, int], int] = buf.find
-    runs_left = len(runs)
-    at, at_line = 0, 1  # an offset and its line
+    runs_left = sum(1 for run in runs if first_line <= run < end_line) if runs else 0
+    at, at_line = 0, first_line  # an offset and its line
 
     # the children being walked, and their parent's name; the events that close the parents
     stack: list[tuple[Iterator[Any], str]] = [(iter(root.children), "root")]
