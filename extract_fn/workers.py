@@ -1351,6 +1351,7 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
     import orjson
 
     from extract_fn.formats.base import ExtractRequest
+    from extract_fn.formats.frame import request_gc
     from shared.contract import ErrorCode, ExtractionError
 
     fmt = str(header.get("format"))
@@ -1387,34 +1388,39 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
             sql_dialect=header.get("sql_dialect"),
             max_output_bytes=max_output,
         )
-        artifact = fn(data, request)
-        original_size = len(data)
-        del data
-        if not isinstance(artifact, dict):
-            return error(ErrorCode.CORRUPT, f"the {fmt} extractor returned {type(artifact).__name__}, not an artifact")
-        floor = _text_floor(artifact)
-        if floor > max_output:
-            # Refused before serializing: orjson reserves ~8 bytes per character of a string up front, so one huge
-            # string could pass the memory limit (and orjson crashes on a failed allocation) before the size check.
-            return error(
-                ErrorCode.RESOURCE_LIMIT,
-                f"the artifact's text alone is {floor} characters, over this service's limit of {max_output} bytes",
-            )
-        # The parser is done: what follows is our own code on an artifact bounded by max_output_bytes. Checking it
-        # and serializing it cost memory in proportion to that bound, not to the file, so the limit that contained
-        # the parser is raised by that much here (orjson crashes rather than raising when an allocation fails) and
-        # set back afterwards. One pass checks the objects a chunk at a time (no parse-back; a yes means the bytes
-        # are valid) and serializes each chunk at once into the reply (a temporary file past a few MB), dropping
-        # the chunk's objects: the artifact's objects and its bytes never coexist whole, and an artifact over
-        # max_output is refused as soon as its bytes pass it. The check's copies are a chunk's containers, and the
-        # whole artifact's JSON is only read back when the check said no, under the validation factor of its size.
-        if state.memory_limit > 0:
-            _set_limits(state.memory_limit + max(_SERIALIZE_MEMORY_FACTOR, _VALIDATE_MEMORY_FACTOR) * max_output)
-        try:
-            return _serialize(state, artifact, header, original_size, error)
-        finally:
+        # The module's GC policy over the whole request: its artifact's objects are freed by the serialization
+        # below before the collector can come back on and walk them.
+        with request_gc(fn):
+            artifact = fn(data, request)
+            original_size = len(data)
+            del data
+            if not isinstance(artifact, dict):
+                return error(
+                    ErrorCode.CORRUPT, f"the {fmt} extractor returned {type(artifact).__name__}, not an artifact"
+                )
+            floor = _text_floor(artifact)
+            if floor > max_output:
+                # Refused before serializing: orjson reserves ~8 bytes per character of a string up front, so one huge
+                # string could pass the memory limit (and orjson crashes on a failed allocation) before the size check.
+                return error(
+                    ErrorCode.RESOURCE_LIMIT,
+                    f"the artifact's text alone is {floor} characters, over this service's limit of {max_output} bytes",
+                )
+            # The parser is done: what follows is our own code on an artifact bounded by max_output_bytes. Checking it
+            # and serializing it cost memory in proportion to that bound, not to the file, so the limit that contained
+            # the parser is raised by that much here (orjson crashes rather than raising when an allocation fails) and
+            # set back afterwards. One pass checks the objects a chunk at a time (no parse-back; a yes means the bytes
+            # are valid) and serializes each chunk at once into the reply (a temporary file past a few MB), dropping
+            # the chunk's objects: the artifact's objects and its bytes never coexist whole, and an artifact over
+            # max_output is refused as soon as its bytes pass it. The check's copies are a chunk's containers, and the
+            # whole artifact's JSON is only read back when the check said no, under the validation factor of its size.
             if state.memory_limit > 0:
-                _set_limits(state.memory_limit)
+                _set_limits(state.memory_limit + max(_SERIALIZE_MEMORY_FACTOR, _VALIDATE_MEMORY_FACTOR) * max_output)
+            try:
+                return _serialize(state, artifact, header, original_size, error)
+            finally:
+                if state.memory_limit > 0:
+                    _set_limits(state.memory_limit)
     except ExtractionError as exc:
         return error(exc.code, exc.message)
     except MemoryError:  # no allocation here: the heap may be at the limit (the reply was made in advance)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import os
 import signal
@@ -19,8 +20,10 @@ import pytest
 
 from extract_fn import workers
 from extract_fn.formats.base import ExtractRequest
+from extract_fn.formats.frame import FormatContext, GcPolicy, format_module, request_gc
 from extract_fn.workers import PoolUnavailable, WorkerPool, run_forked
 from shared.artifact import InvalidArtifact, check_artifact, validate_artifact
+from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
 from tests.hostile_extractors import echo, invalid_artifact
 
@@ -747,3 +750,68 @@ def test_the_pool_charges_a_caller_for_the_bytes_its_requests_carry() -> None:
         with pytest.raises(ExtractionError, match="remembered"):
             pool.run_sync(H + "summarize", data, request, caller="b")
         assert pool.charge("b") == pytest.approx(per_byte * len(data))
+
+
+# -- the GC policy held over the whole request -------------------------------------------------------------------
+
+
+def _many_blocks(ctx: FormatContext) -> dict[str, Any]:
+    b = ArtifactBuilder("text", parser="p", parser_version="1", unit="lines")
+    for i in range(20_000):  # 60,000 containers: far past the collector's first threshold
+        b.add_block("paragraph", f"line {i}", locator=make_locator(line_start=i + 1))
+    b.coverage(total=20_000, extracted=20_000)
+    return b.build()
+
+
+@pytest.mark.parametrize("policy", list(GcPolicy))
+def test_request_gc_holds_the_modules_policy_and_puts_the_collector_back(policy: GcPolicy) -> None:
+    extract = format_module(_many_blocks, gc=policy)
+    threshold = gc.get_threshold()
+    assert gc.isenabled()
+    with request_gc(extract):
+        if policy is GcPolicy.PAUSE:
+            assert not gc.isenabled()
+        else:
+            assert gc.isenabled()
+            assert gc.get_threshold()[0] >= 100_000
+    assert gc.isenabled()
+    assert gc.get_threshold() == threshold
+    with request_gc(lambda data, request: {}):  # not a format_module function: the collector as it was
+        assert gc.isenabled()
+        assert gc.get_threshold() == threshold
+
+
+def test_the_collector_never_walks_an_artifact_before_the_worker_has_written_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker holds a PAUSE module's policy until the artifact is serialized (and its objects dropped): no
+    collection runs between the module's start and the end of the serialization, though the module's own ``extract``
+    ends first, with tens of thousands of containers alive."""
+    from shared.artifact import built
+
+    events: list[str] = []
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            events.append("collection")
+
+    real_dump = built.dump_checked
+
+    def dump_checked(*args: Any, **kw: Any) -> bool:
+        events.append("serialize")
+        try:
+            return real_dump(*args, **kw)
+        finally:
+            events.append("serialized")
+
+    monkeypatch.setattr(built, "dump_checked", dump_checked)
+    state = workers._ChildState(0)
+    state.extractors["many:extract"] = format_module(_many_blocks)
+    header = {"extractor": "many:extract", "format": "text", "name": "x.txt", "max_output_bytes": 64 * MIB}
+    gc.callbacks.append(on_gc)
+    try:
+        status, out = workers._handle(state, header, b"x\n" * 20_000)
+    finally:
+        gc.callbacks.remove(on_gc)
+    assert status == workers.STATUS_OK, out
+    assert events[: events.index("serialized") + 1] == ["serialize", "serialized"]
