@@ -474,14 +474,13 @@ class ArtifactBuilder:
     _key_section: list[str] = []  # noqa: RUF012 (a class default replaced per instance, never mutated)
     _key_path_cut = False
 
-    def add_key_block(
+    def add_key_block(  # noqa: PLR0917 (toml calls it once a key, by position: no keyword matching)
         self,
         type: str,
         text: str,
         line_start: int,
         line_end: int,
         key_path: str,
-        *,
         parent: str | None,
         section_path: Sequence[str],
         keys: list[str],
@@ -508,13 +507,18 @@ class ArtifactBuilder:
         if section_path is not self._key_path_in:
             self._key_section, self._key_path_cut = cut_section_path(section_path)
             self._key_path_in = section_path
+        plain_path = key_path.__class__ is str and key_path.isascii()
         if line_start.__class__ is int and line_end.__class__ is int and 1 <= line_start <= line_end <= INT64_MAX:
             locator: dict[str, Any] = {"line_start": line_start, "line_end": line_end, "key_path": key_path}
-            if not key_path.isascii():
+            if not plain_path:
                 locator["key_path"] = clean_str(key_path)
         else:
             locator = make_locator(line_start=line_start, line_end=line_end, key_path=key_path)
-        if (
+        if keys.__class__ is list and len(keys) == 1 and (key := keys[0]) is key_path and plain_path:
+            keys_cut = len(key) > MAX_KEY_CHARS  # the one key is the key path, checked just above
+            if keys_cut:
+                keys, keys_cut = cut_keys(keys)
+        elif (
             keys.__class__ is list
             and len(keys) == 1
             and (key := keys[0]).__class__ is str

@@ -1037,6 +1037,25 @@ def test_add_key_block_refuses_what_add_block_refuses(call: dict[str, Any], erro
     assert key.add_key_block("toml_key", "ok", 1, 1, "k", parent="b0", section_path=["t"], keys=["k"]) == "b1"
 
 
+@pytest.mark.parametrize("key_path", ["t.k", "t." + "k" * 1030, "t.ké", "t.k\ud800"])
+def test_add_key_block_whose_key_is_its_key_path_is_add_block(key_path: str) -> None:
+    """The common call (toml's), the one key the key path object itself: the same block as add_block makes, a key
+    path too long for a key left out of keys and marked, one to clean cleaned."""
+    ref = builder("toml", unit="keys")
+    key = builder("toml", unit="keys")
+    got = key.add_key_block("toml_key", "k = 1", 2, 2, key_path, None, ["t"], [key_path], 1, "integer")
+    want = ref.add_block(
+        "toml_key",
+        "k = 1",
+        locator=make_locator(line_start=2, line_end=2, key_path=key_path),
+        section_path=["t"],
+        keys=[key_path],
+        attrs={"value": 1, "value_type": "integer"},
+    )
+    assert got == want
+    assert serialize(key.build()) == serialize(ref.build())
+
+
 def test_add_key_block_refuses_a_text_not_str() -> None:
     """A text that is not a str is refused (as add_blocks refuses it), nothing appended."""
     b = builder("toml", unit="keys")

@@ -705,18 +705,7 @@ def _walk(st: _Keys) -> tuple[int, int]:
                     st.cut_line = line
                     continue
                 st.left -= cost
-                add(
-                    "toml_key",
-                    block_text,
-                    line,
-                    line,
-                    key_path,
-                    parent=t.parent,
-                    section_path=t.section,
-                    keys=keys,
-                    value=value,
-                    value_type=vtype,
-                )
+                add("toml_key", block_text, line, line, key_path, t.parent, t.section, keys, value, vtype)
                 extracted += 1
                 continue
             item = _plain_header(st, m, header, comment, line)
