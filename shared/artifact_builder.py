@@ -514,16 +514,12 @@ class ArtifactBuilder:
                 locator["key_path"] = clean_str(key_path)
         else:
             locator = make_locator(line_start=line_start, line_end=line_end, key_path=key_path)
-        if keys.__class__ is list and len(keys) == 1 and (key := keys[0]) is key_path and plain_path:
-            keys_cut = len(key) > MAX_KEY_CHARS  # the one key is the key path, checked just above
-            if keys_cut:
-                keys, keys_cut = cut_keys(keys)
-        elif (
+        if (
             keys.__class__ is list
             and len(keys) == 1
             and (key := keys[0]).__class__ is str
             and len(key) <= MAX_KEY_CHARS
-            and key.isascii()
+            and ((key is key_path and plain_path) or key.isascii())  # toml's one key is the key path, checked above
         ):
             keys_cut = False
         else:
