@@ -205,6 +205,15 @@ def gate(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     return summarize(data, request)
 
 
+def allocator_env(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """The native allocators' settings the process runs with (``workers.ALLOCATOR_SETTINGS``' names), in attrs."""
+    from extract_fn.workers import ALLOCATOR_SETTINGS
+
+    artifact = summarize(data, request)
+    artifact["attrs"]["env"] = {name: os.environ.get(name) for name in ALLOCATOR_SETTINGS}
+    return artifact
+
+
 def process_state(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     """What the worker process holds: whether the module named by ``request.name`` was imported before this
     request, and the heap the kernel counts for ``RLIMIT_DATA`` (VmData, MB)."""

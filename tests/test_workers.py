@@ -395,6 +395,16 @@ def test_run_forked_gives_the_pools_answers(extractor: str, code: ErrorCode | No
     validate_artifact(_forked("echo", b"a\n"), format="text", original_size=2)
 
 
+def test_the_clis_fork_runs_with_the_allocator_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork's native allocators start as a pool worker's do (``ALLOCATOR_SETTINGS``), an operator's own value
+    kept."""
+    for name in workers.ALLOCATOR_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "25")
+    env = orjson.loads(_forked("allocator_env"))["attrs"]["env"]
+    assert env == {**workers.ALLOCATOR_SETTINGS, "MIMALLOC_PURGE_DELAY": "25"}
+
+
 def _many_lines(n: int) -> bytes:
     return b"".join(b"line %d of a file with many lines\n" % i for i in range(n))
 

@@ -19,7 +19,7 @@ import pytest
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.service import default_extractors
-from extract_fn.workers import CHILD_ENV_NAMES, WorkerPool
+from extract_fn.workers import ALLOCATOR_SETTINGS, CHILD_ENV_NAMES, WorkerPool
 from shared.artifact import validate_artifact
 from tests.waiting import wait_until
 
@@ -45,7 +45,13 @@ SECRETS: Final = {
     "MY_SERVICE_CONNECTION": "Server=db;Password=connection-secret-value",
 }
 # Settings the workers must still see: where things are, the locale, the allocator.
-KEPT: Final = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "OMP_NUM_THREADS": "1"}
+KEPT: Final = {
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TZ": "UTC",
+    "OMP_NUM_THREADS": "1",
+    "MIMALLOC_PURGE_DELAY": "25",  # an operator's allocator setting wins over the workers' default
+}
 
 
 def environ_of(pid: int) -> dict[str, str]:
@@ -101,8 +107,15 @@ def test_a_worker_environment_holds_no_secret(pool: WorkerPool) -> None:
             assert name in CHILD_ENV_NAMES or name.startswith("LC_") or name in ("PYTHONPATH", "PYTHONUNBUFFERED")
         for name, value in KEPT.items():
             assert env.get(name) == value, f"worker {pid} lost {name}"
-        assert env["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+        assert {name: env.get(name) for name in ALLOCATOR_SETTINGS} == {
+            **ALLOCATOR_SETTINGS,
+            **{name: value for name, value in KEPT.items() if name in ALLOCATOR_SETTINGS},
+        }
         assert env.get("PATH")
+
+
+def test_an_operators_allocator_settings_reach_the_workers() -> None:
+    assert set(ALLOCATOR_SETTINGS) <= CHILD_ENV_NAMES
 
 
 def test_the_workers_still_extract_every_format(pool: WorkerPool) -> None:
