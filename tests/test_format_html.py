@@ -584,11 +584,12 @@ def test_blocks_keep_the_builders_bounds_and_marks() -> None:
 
 
 def test_a_big_document_frees_its_tree_before_the_blocks_are_made(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From _TRIM_FROM_CHARS on, Lexbor's tree is gone when the freed heap is asked back (before the rows become
+    """From frame.RELEASE_HEAP_FROM on, Lexbor's tree is gone when the freed heap is asked back (before the rows become
     blocks), and nothing else changes."""
     import weakref
 
     import extract_fn.buffering
+    import extract_fn.formats.frame
 
     src = "<html lang='en'><head><title>T</title></head><body><h1>A</h1><p>one</p><ul><li>two</li></ul></body></html>"
     trees: list[weakref.ref[Any]] = []
@@ -617,7 +618,7 @@ def test_a_big_document_frees_its_tree_before_the_blocks_are_made(monkeypatch: p
     monkeypatch.setattr(extract_fn.buffering, "release_memory", release)
     assert run(src) == small
     assert alive_at_trim == []  # below the threshold: not asked
-    monkeypatch.setattr(html_format, "_TRIM_FROM_CHARS", len(src))
+    monkeypatch.setattr(extract_fn.formats.frame, "RELEASE_HEAP_FROM", len(src))
     big = run(src)
     assert orjson.dumps(big) == orjson.dumps(small)
     assert trees

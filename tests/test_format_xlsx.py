@@ -415,3 +415,40 @@ def test_convert_column_of_one_type(values: list[Any], expected: tuple[str, list
     col_type, out, _ = xlsx_format.convert_column(values)
     assert (col_type, out) == expected
     assert [type(v) for v in out] == [type(v) for v in expected[1]]
+
+
+def test_the_workbook_heap_is_given_back_once_the_last_sheet_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From frame.RELEASE_HEAP_FROM on, the freed heap is asked back once, after calamine has read the last
+    worksheet and before that sheet's table is made (the workbook's memory is not needed by then), and the
+    artifact does not change."""
+    import extract_fn.buffering
+    import extract_fn.formats.frame
+    from shared.artifact_builder import ArtifactBuilder
+
+    wb = openpyxl.Workbook()
+    first = wb.active
+    first.title = "First"
+    first.append(["a", "b"])
+    first.append([1, "x"])
+    second = wb.create_sheet("Second")
+    second.append(["c"])
+    second.append([2.5])
+    data = save(wb)
+
+    tables_made: list[str] = []
+    real_add_table = ArtifactBuilder.add_table
+
+    def add_table(self: ArtifactBuilder, *args: Any, **kw: Any) -> str:
+        tables_made.append(kw.get("name", args[0] if args else ""))
+        return real_add_table(self, *args, **kw)
+
+    tables_at_release: list[int] = []
+    monkeypatch.setattr(ArtifactBuilder, "add_table", add_table)
+    monkeypatch.setattr(extract_fn.buffering, "release_memory", lambda: tables_at_release.append(len(tables_made)))
+    small = run(data)
+    assert tables_at_release == []  # a small file: not asked
+    tables_made.clear()
+    monkeypatch.setattr(extract_fn.formats.frame, "RELEASE_HEAP_FROM", len(data))
+    assert serialize(run(data)) == serialize(small)
+    assert tables_at_release == [1]  # the first sheet's table made, the last one's not yet
+    assert len(tables_made) == 2

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget
@@ -109,3 +109,18 @@ def request_gc(extractor: Callable[..., Any]) -> Iterator[None]:
         return
     with gc_policy(policy):
         yield
+
+
+# A source from this size on has its parser's freed native heap given back (``release_heap``): below it the heap
+# is not worth a malloc_trim, nor a small file's import of ctypes.
+RELEASE_HEAP_FROM: Final = 1 << 20
+
+
+def release_heap(source_size: int) -> None:
+    """Give the native heap a parser freed (calamine's cells, Lexbor's tree) back to the system before the blocks
+    are built in Python's own arenas, which would not reuse it (``buffering.release_memory``), when
+    ``source_size`` (bytes or characters) is at least ``RELEASE_HEAP_FROM``."""
+    if source_size >= RELEASE_HEAP_FROM:
+        from extract_fn.buffering import release_memory
+
+        release_memory()

@@ -72,7 +72,7 @@ import selectolax
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.frame import FormatContext, format_module, release_heap
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.textblocks import (
     OUTPUT_LIMIT_REASON,
@@ -1391,11 +1391,6 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
 extract = format_module(_body)
 
 
-# Documents from this size on give the freed tree's heap back (``_extract``): below it, the heap is not worth a
-# malloc_trim, nor a small file's import of ctypes.
-_TRIM_FROM_CHARS: Final = 1 << 20
-
-
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     decoded, warning = _decode(data, request.encoding)
     refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
@@ -1438,10 +1433,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     # Lexbor's tree lives in malloc's heap and the blocks made next in Python's own arenas: the tree is freed, and
     # its heap given back, before the rows become blocks (about 8 MB of the worker's peak for big.html).
     del tree, root, title_node
-    if len(text) >= _TRIM_FROM_CHARS:
-        from extract_fn.buffering import release_memory
-
-        release_memory()
+    release_heap(len(text))
     walker.add_rows()
     if walker.cut:
         missing = walker.total - walker.extracted

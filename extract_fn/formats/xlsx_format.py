@@ -53,7 +53,7 @@ from typing import Any, Final
 
 from extract_fn.formats import safe_xml
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.frame import FormatContext, format_module, release_heap
 from extract_fn.formats.ooxml_chart import ChartCache
 from extract_fn.formats.ooxml_text import no_main_part
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
@@ -418,9 +418,10 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
     total_rows = kept_rows = 0
     if wb_info.sheets and not meta:
         raise _corrupt(f"the workbook lists {len(wb_info.sheets)} sheets but none of them can be read")
-    for m in meta:
+    types = [str(m.typ).rsplit(".", 1)[-1].lower() for m in meta]
+    last_worksheet = max((i for i, typ in enumerate(types) if typ == "worksheet"), default=-1)
+    for i, (m, typ) in enumerate(zip(meta, types, strict=True)):
         name = str(m.name)
-        typ = str(m.typ).rsplit(".", 1)[-1].lower()
         info = by_name.get(name)
         state = info.state if info is not None else _state_from_calamine(m)
         if typ != "worksheet":
@@ -457,6 +458,9 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
             raise _corrupt(
                 f"sheet {name!r} of the xlsx workbook cannot be read: {' '.join(str(exc).split())[:300]}"
             ) from None
+        if i == last_worksheet:  # the workbook (its shared strings) is read: its heap goes back before the blocks
+            del book
+            release_heap(len(data))
         total, kept = _add_sheet(
             builder,
             budget,
