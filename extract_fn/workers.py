@@ -393,7 +393,7 @@ CHILD_ENV_PREFIXES: Final = ("LC_",)  # the locale categories (LC_ALL, LC_CTYPE.
 #   file;
 # - and it keeps the pages of its parse tree committed after toml_rs has returned (it purges only when it next
 #   allocates): decommitting freed pages at once and committing arena pages as they are used take 16 MB off a
-#   big.toml extraction's peak RSS (90 -> 75 MB in process), at no measured parse time (benchmarks/README.md).
+#   big.toml extraction's peak RSS, for about 1,700 more page faults a request (benchmarks/README.md, session 9).
 ALLOCATOR_SETTINGS: Final = {
     "ARROW_DEFAULT_MEMORY_POOL": "system",
     "MIMALLOC_ARENA_RESERVE": "64MiB",
