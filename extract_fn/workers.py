@@ -1181,12 +1181,21 @@ def _clean(text: str) -> str:
 
 
 def _text_floor(artifact: dict[str, Any]) -> int:
-    """A lower bound of the artifact's JSON size: its blocks' text (each character is at least one byte)."""
+    """A lower bound of the artifact's JSON size: its blocks' text (each character is at least one byte), a row
+    run's (``shared.artifact.row_runs``) counted once."""
+    from shared.artifact.row_runs import RowRun
+
     blocks = artifact.get("blocks")
     if not isinstance(blocks, list):
         return 0
     total = 0
+    last_run = None
     for block in blocks:
+        if block.__class__ is RowRun:
+            if block is not last_run:
+                total += block.text_chars
+                last_run = block
+            continue
         text = block.get("text") if isinstance(block, dict) else None
         if isinstance(text, str):
             total += len(text)
@@ -1359,6 +1368,7 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
 
     from extract_fn.formats.base import ExtractRequest
     from extract_fn.formats.frame import request_gc
+    from shared.artifact.row_runs import compact_rows
     from shared.contract import ErrorCode, ExtractionError
 
     fmt = str(header.get("format"))
@@ -1397,7 +1407,8 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
         )
         # The module's GC policy over the whole request: its artifact's objects are freed by the serialization
         # below before the collector can come back on and walk them.
-        with request_gc(fn):
+        # Row blocks are kept as runs (``shared.artifact.row_runs``): only ``_serialize`` reads this artifact.
+        with request_gc(fn), compact_rows():
             artifact = fn(data, request)
             original_size = len(data)
             del data

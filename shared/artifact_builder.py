@@ -9,6 +9,7 @@ leave the extractor.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Sequence
@@ -16,6 +17,7 @@ from typing import Any, Final, cast
 
 import orjson
 
+from shared.artifact.row_runs import RowRun, RunIds, compacting, row_block_dicts, row_locators, run_ids, runnable
 from shared.contract import (
     BLOCK_TYPES,
     COLUMN_TYPES,
@@ -373,7 +375,9 @@ class ArtifactBuilder:
         self.warnings: list[str] = []
         self.blocks: list[dict[str, Any]] = []
         self.tables: list[dict[str, Any]] = []
-        self._ids: set[str] = set()
+        self._ids: set[str] = set()  # the blocks' ids, but for the runs'
+        self._runs: RunIds | None = None  # the runs' ids (see ``row_runs``), once there is one
+        self._compact = compacting()
         self._table_ids: set[str] = set()
         self._row_table_ids: set[str] = set()  # tables named by row blocks: build() checks each was added
         self._total = 0
@@ -402,9 +406,9 @@ class ArtifactBuilder:
         if type not in BLOCK_TYPES:
             raise ValueError(f"block type {type!r} is not one of the contract's seven")
         block_id = id if id is not None else f"b{len(self.blocks)}"
-        if not block_id or block_id in self._ids:
+        if not block_id or self._known(block_id):
             raise ValueError(f"block id {block_id!r} is empty or not unique")
-        if parent is not None and parent not in self._ids:
+        if parent is not None and not self._known(parent):
             raise ValueError(f"parent {parent!r} is not an earlier block")
         if depth is not None and (depth.__class__ is not int or not 0 <= depth <= INT64_MAX):
             _check_depth(depth)
@@ -449,8 +453,14 @@ class ArtifactBuilder:
             return
         ids = [r[0] for r in rows]
         new_ids = set(ids)
-        if len(new_ids) != len(ids) or not self._ids.isdisjoint(new_ids) or not all(ids):
-            dup = next((i for i in ids if not i or i in self._ids or ids.count(i) > 1), ids[0])
+        runs = self._runs
+        if (
+            len(new_ids) != len(ids)
+            or not self._ids.isdisjoint(new_ids)
+            or not all(ids)
+            or (runs is not None and runs.meets(ids))
+        ):
+            dup = next((i for i in ids if not i or self._known(i) or ids.count(i) > 1), ids[0])
             raise ValueError(f"block id {dup!r} is empty or not unique")
         if not {r[1] for r in rows} <= BLOCK_TYPES:
             bad = next(r[1] for r in rows if r[1] not in BLOCK_TYPES)
@@ -502,7 +512,7 @@ class ArtifactBuilder:
             raise ValueError(f"block id {block_id!r} is empty or not unique")
         if type not in BLOCK_TYPES:
             raise ValueError(f"block type {type!r} is not one of the contract's seven")
-        if parent is not None and parent not in ids:
+        if parent is not None and parent not in ids and not self._known(parent):
             raise ValueError(f"parent {parent!r} is not an earlier block")
         if section_path is not self._key_path_in:
             self._key_section, self._key_path_cut = cut_section_path(section_path)
@@ -590,7 +600,7 @@ class ArtifactBuilder:
         depth_at = depths.__getitem__ if depths is not None else None
         for n, (block_id, type_, text, parent, path, locator, keys, attrs) in enumerate(rows):
             if parent is not last_parent:
-                if parent is not None and parent not in earlier and parent not in known:
+                if parent is not None and parent not in earlier and parent not in known and not self._known(parent):
                     raise ValueError(f"parent {parent!r} is not an earlier block")
                 last_parent = parent
             if text.__class__ is not str or not text.isascii():
@@ -658,6 +668,10 @@ class ArtifactBuilder:
             self.lose(capability)
         return blocks
 
+    def _known(self, block_id: str) -> bool:
+        """Whether ``block_id`` is an earlier block's (a run's too)."""
+        return block_id in self._ids or (self._runs is not None and block_id in self._runs)
+
     def _section_path(self, path: Sequence[str], attrs: dict[str, Any]) -> list[str]:
         out, truncated = cut_section_path(path)
         if truncated:
@@ -715,6 +729,10 @@ class ArtifactBuilder:
         with no block) before anything is appended, and returns how many rows to take (``0..len(texts)``); only
         those rows' blocks are appended. It is for an output budget that measures what it admits; it must not add
         blocks itself.
+
+        In a builder made under ``row_runs.compact_rows`` (the worker's), rows with ``first_index`` and no
+        ``parent`` are kept as one ``row_runs.RowRun``, in ``blocks`` once per block it stands for, and only
+        ``shared.artifact.built.dump_checked`` reads them (see ``row_runs``); the artifact's JSON is the same.
         """
         n = len(texts)
         if table_id.__class__ is not str or not table_id:
@@ -724,7 +742,7 @@ class ArtifactBuilder:
             raise ValueError(f"{n} texts but {len(rows)} row numbers")
         if lines is not None and len(lines) != n:
             raise ValueError(f"{n} texts but {len(lines)} line ranges")
-        if parent is not None and parent not in self._ids:
+        if parent is not None and not self._known(parent):
             raise ValueError(f"parent {parent!r} is not an earlier block")
         block_attrs: dict[str, Any] = {"table_id": clean_table_id}
         if attrs:
@@ -755,6 +773,7 @@ class ArtifactBuilder:
         kept_texts = cast("Sequence[str]", texts)  # the falsy texts (None, "") were dropped just above
         if not all(map(str.isascii, kept_texts)):  # TypeError for a text that is not a str
             kept_texts = [clean_str(t) for t in kept_texts]
+        compact = False  # kept as one RowRun (the worker's builders, see ``row_runs``), else as dicts
         if first_index is None:
             start = len(self.blocks)
             ids = [f"b{k}" for k in range(start, start + len(kept_texts))]
@@ -763,17 +782,25 @@ class ArtifactBuilder:
             numbers = (
                 range(first_index, first_index + n) if len(kept_texts) == n else [first_index + i for i in kept_idx]
             )
-            ids = [f"{prefix}{k}" for k in numbers]
-        if not self._ids.isdisjoint(ids):
-            raise ValueError(f"block id {next(i for i in ids if i in self._ids)!r} is not unique")
+            ids = run_ids(prefix, numbers)
+            compact = self._compact and parent is None and first_index >= 0 and runnable(prefix)
+        runs = self._runs
+        clash = not self._ids.isdisjoint(ids)
+        if runs is not None and not clash:
+            clash = not runs.fits(prefix, numbers) if compact else runs.meets(ids)
+        if clash:
+            raise ValueError(f"block id {next(i for i in ids if self._known(i))!r} is not unique")
 
         # Locators in the key order tabular artifacts have always had: line, page, sheet, row; the locators and
-        # blocks are key-sharing dicts (see ``_template``), about half a literal's memory.
-        locs = _row_locators(rows, lines, head)
-        blocks = _row_block_dicts(ids, kept_texts, locs, parent=parent, path=path, keys=[], attrs=block_attrs)
+        # blocks are key-sharing dicts (see ``row_runs``), about half a literal's memory. A run makes them only for
+        # ``fit`` to measure.
+        blocks: list[dict[str, Any]] = []
+        if not compact or fit is not None:
+            locs = row_locators(rows, lines, head)
+            blocks = row_block_dicts(ids, kept_texts, locs, parent=parent, path=path, keys=[], attrs=block_attrs)
 
         taken = n
-        count = len(blocks)
+        count = len(kept_texts)
         if fit is not None:
             if count == n:
                 offered: list[dict[str, Any] | None] = list(blocks)
@@ -783,6 +810,7 @@ class ArtifactBuilder:
                     offered[i] = block
             before = len(self.blocks)
             taken = fit(offered)
+            del offered
             if taken.__class__ is not int or not 0 <= taken <= n:
                 raise ValueError(f"fit returned {taken!r}, not a row count in 0..{n}")
             if len(self.blocks) != before:
@@ -794,8 +822,26 @@ class ArtifactBuilder:
             return taken
         if path_truncated:
             self.lose(LOST_SECTION_PATH)
-        self._ids.update(ids)
-        self.blocks.extend(blocks)
+        if compact:
+            del blocks, ids
+            run = RowRun(
+                prefix=prefix,
+                numbers=numbers[:count],
+                texts=kept_texts[:count],
+                rows=rows[:count],
+                lines=lines[:count] if lines is not None else None,
+                head=head,
+                path=path,
+                keys=[],
+                attrs=block_attrs,
+            )
+            if runs is None:
+                runs = self._runs = RunIds()
+            runs.add(prefix, run.numbers)
+            self.blocks.extend(itertools.repeat(run, count))  # type: ignore[arg-type]  # see row_runs
+        else:
+            self._ids.update(ids)
+            self.blocks.extend(blocks)
         self._row_table_ids.add(table_id)
         self.text_chars += sum(map(len, kept_texts)) + 64 * count
         return taken
@@ -901,117 +947,6 @@ class ArtifactBuilder:
         if self.tables:
             artifact["tables"] = self.tables
         return artifact
-
-
-# Row blocks and their locators are key-sharing dicts, not dict literals. A table of a million rows makes a million
-# block dicts and a million locator dicts, all with the same keys in the same order. A literal holds its own keys
-# table (a 2-key locator 184 bytes, a 7-key block 272); dicts that share one keys table (PEP 412's split tables) hold
-# only their values: about 216 MB less for a million rows. The one way Python makes such a dict is an instance's
-# ``__dict__``; ``dict.copy`` of one is another that shares its keys (CPython copies a split table as a split table),
-# so each call makes one template (an instance's ``__dict__`` with every key set, in order) and copies it per row,
-# setting only the values that differ: a C call and two or three stores a row instead of an instance and an attribute
-# store per key. They are plain ``dict`` objects (``type(d) is dict``): orjson, msgspec and every reader see the same
-# keys, values and order; one that later gains or loses a key becomes an ordinary dict.
-
-
-class _RowLocator:
-    """Its instances' ``__dict__`` are the templates of row locators ``{row_start, row_end}``."""
-
-
-class _RowBlock:
-    """Its instances' ``__dict__`` are the templates of row blocks."""
-
-
-class _ChildRowBlock:
-    """Its instances' ``__dict__`` are the templates of row blocks with a parent."""
-
-
-def _template(cls: type, items: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-    """A key-sharing dict of ``items`` (in order): the ``__dict__`` of an instance of ``cls`` given them.
-
-    A class's first instances are given room for its keys table's full size (30 values, 336 bytes a dict), and so
-    are copies of their dicts; each instance made leaves the next less room, down to the keys set. So a class's first
-    template is made after ``_SETTLING`` throwaway ones (a few microseconds, once per class)."""
-    if cls not in _SETTLED:
-        for _ in range(_SETTLING):
-            _template_of(cls, items)
-        _SETTLED.add(cls)
-    return _template_of(cls, items)
-
-
-_SETTLING: Final = 40
-_SETTLED: set[type] = set()
-
-
-def _template_of(cls: type, items: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-    o = cls()
-    for k, v in items:
-        setattr(o, k, v)
-    return cast("dict[str, Any]", o.__dict__)
-
-
-def _row_locators(
-    rows: Sequence[int], lines: Sequence[tuple[int, int]] | None, head: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """``{line_start, line_end, **head, row_start, row_end}`` per row (line pair only with ``lines``)."""
-    out: list[dict[str, Any]] = []
-    append = out.append
-    cls = _RowLocator if not head and lines is None else _locator_class(tuple(head), lines is not None)
-    pair = (("line_start", 0), ("line_end", 0)) if lines is not None else ()
-    copy = _template(cls, [*pair, *head.items(), ("row_start", 0), ("row_end", 0)]).copy
-    if lines is None:
-        for r in rows:
-            d = copy()
-            d["row_start"] = r
-            d["row_end"] = r
-            append(d)
-    else:
-        for (s, e), r in zip(lines, rows, strict=True):
-            d = copy()
-            d["line_start"] = s
-            d["line_end"] = e
-            d["row_start"] = r
-            d["row_end"] = r
-            append(d)
-    return out
-
-
-_LOCATOR_CLASSES: dict[tuple[tuple[str, ...], bool], type] = {}
-
-
-def _locator_class(head: tuple[str, ...], with_lines: bool) -> type:
-    """One class per locator layout (its instances share one keys table only when they set the same keys)."""
-    key = (head, with_lines)
-    cls = _LOCATOR_CLASSES.get(key)
-    if cls is None:
-        cls = _LOCATOR_CLASSES[key] = type("_RowLocatorWith", (), {"__doc__": f"{head} {with_lines}"})
-    return cls
-
-
-def _row_block_dicts(
-    ids: Sequence[str],
-    texts: Sequence[str],
-    locs: list[dict[str, Any]],
-    *,
-    parent: str | None,
-    path: list[str],
-    keys: list[str],
-    attrs: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """The row blocks, in ``add_block``'s key order: id, type, text, [parent], section_path, locator, keys, attrs."""
-    out: list[dict[str, Any]] = []
-    append = out.append
-    cls = _RowBlock if parent is None else _ChildRowBlock
-    head = (("id", ""), ("type", "paragraph"), ("text", ""))
-    tail = (("section_path", path), ("locator", None), ("keys", keys), ("attrs", attrs))
-    copy = _template(cls, [*head, *([("parent", parent)] if parent is not None else []), *tail]).copy
-    for i, t, loc in zip(ids, texts, locs, strict=True):
-        d = copy()
-        d["id"] = i
-        d["text"] = t
-        d["locator"] = loc
-        append(d)
-    return out
 
 
 def _row_text(block_id: str, text: object) -> str:

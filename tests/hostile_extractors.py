@@ -228,3 +228,17 @@ def process_state(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     artifact = summarize(data, request)
     artifact["attrs"].update({"loaded": loaded, "vm_data_mb": vm_data})
     return artifact
+
+
+def row_table(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """A well-behaved tabular extractor: one row block per line (a table of one string column), and in attrs whether
+    the builder kept them as a row run (``shared.artifact.row_runs``)."""
+    from shared.artifact.row_runs import RowRun
+
+    lines = data.decode("utf-8", "replace").splitlines()
+    b = ArtifactBuilder(request.format, parser="test-rows", parser_version="1", unit="rows", options=request.options())
+    b.add_row_blocks("t0", [f"line: {t}" for t in lines], rows=range(1, len(lines) + 1), first_index=0)
+    b.attrs["row_run"] = bool(b.blocks) and isinstance(b.blocks[0], RowRun)
+    b.add_table("lines", [("line", "string")], [[t] for t in lines], header_rows=0, id="t0")
+    b.coverage(total=len(lines), extracted=len(lines))
+    return b.build()

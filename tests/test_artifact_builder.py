@@ -18,12 +18,12 @@ import pytest
 from shared.artifact import Artifact, validate_artifact
 from shared.artifact_builder import (
     ArtifactBuilder,
-    _row_block_dicts,
-    _row_locators,
     clean_str,
     json_safe_number,
     line_char_locator,
     make_locator,
+    row_block_dicts,
+    row_locators,
     serialize,
 )
 from shared.contract import (
@@ -1126,8 +1126,8 @@ def test_row_blocks_share_their_keys() -> None:
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        locs = _row_locators(rows, lines, {"sheet": "S"})
-        blocks = _row_block_dicts(ids, texts, locs, parent=None, path=[], keys=[], attrs={})
+        locs = row_locators(rows, lines, {"sheet": "S"})
+        blocks = row_block_dicts(ids, texts, locs, parent=None, path=[], keys=[], attrs={})
         shared = tracemalloc.get_traced_memory()[0] - before
         literals = [{**x, "locator": dict(x["locator"])} for x in blocks]
         alone = tracemalloc.get_traced_memory()[0] - before - shared

@@ -25,7 +25,7 @@ from extract_fn.workers import PoolUnavailable, WorkerPool, run_forked
 from shared.artifact import InvalidArtifact, check_artifact, validate_artifact
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
-from tests.hostile_extractors import echo, invalid_artifact
+from tests.hostile_extractors import echo, invalid_artifact, row_table
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -825,3 +825,20 @@ def test_the_collector_never_walks_an_artifact_before_the_worker_has_written_it(
         gc.callbacks.remove(on_gc)
     assert status == workers.STATUS_OK, out
     assert events[: events.index("serialized") + 1] == ["serialize", "serialized"]
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["pool", "run_forked"])
+def test_the_worker_keeps_row_blocks_as_runs_and_writes_the_same_json(duo: WorkerPool, forked: bool) -> None:
+    """The worker's builders keep row blocks as runs (``shared.artifact.row_runs``); the reply is the artifact the
+    module builds anywhere else, byte for byte."""
+    data = _many_lines(3000)
+    if forked:
+        raw = run_forked(
+            H + "row_table", data, _request(), timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=64 * MIB
+        )
+    else:
+        raw = duo.run_sync(H + "row_table", data, _request())
+    expected = row_table(data, _request(max_output_bytes=64 * MIB))
+    assert expected["attrs"]["row_run"] is False
+    expected["attrs"]["row_run"] = True
+    assert raw == orjson.dumps(expected)

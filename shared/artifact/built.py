@@ -20,9 +20,11 @@ never yes where they would not. What differs between the objects and their JSON,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any, Final
 
 import msgspec
@@ -31,6 +33,7 @@ import orjson
 from shared.artifact import check_artifact, fast, schema
 from shared.artifact.check import ROW_CHUNK
 from shared.artifact.fast import BLOCK_CHUNK
+from shared.artifact.row_runs import RowRun, RunIds, run_ids
 from shared.artifact.rules import ARTIFACT, BLOCK, TABLE, Kind
 
 _TYPE: Final = schema.typed_dict(ARTIFACT)
@@ -157,6 +160,8 @@ class _Pass:
         self.doc, self.write = doc, write
         self.bounds = fast.bounds_of(original_size)
         self.ids = fast.new_ids()
+        self.runs = RunIds()  # the row runs' ids, as numbers (see ``row_runs``)
+        self.run_done: dict[RowRun, int] = {}  # how many of each run's blocks were written
         self.known: dict[str, set[str]] = {}
         tables = doc.get("tables", [])
         top: dict[str, Any] = {**doc, "blocks": []}
@@ -170,7 +175,7 @@ class _Pass:
         for i, (key, value) in enumerate(self.doc.items()):
             self._key(key, first=i == 0)
             if key == "blocks":
-                self._items(value, _TOP, BLOCK_CHUNK, self._blocks_hold)
+                self._blocks(value)
             elif key == "tables":
                 self._tables(value)
             else:
@@ -210,11 +215,79 @@ class _Pass:
             del chunk
         self.write(b"]")
 
-    def _blocks_hold(self, chunk: list[Any]) -> bool:
-        return fast.blocks_hold(_convert(chunk, _BLOCKS), self.ids, self.bounds)
+    def _blocks(self, items: list[Any]) -> None:
+        """The blocks, as ``_items`` writes a list, each chunk's row runs made into their blocks first."""
+        self.write(b"[")
+        for lo in range(0, len(items), BLOCK_CHUNK):
+            chunk = items[lo : lo + BLOCK_CHUNK]
+            parts = self._parts(chunk) if RowRun in set(map(type, chunk)) else None
+            blocks = chunk if parts is None else list(chain.from_iterable(p.blocks for p in parts))
+            if self.ok:
+                self.ok = self._blocks_hold(blocks, parts)
+            if lo:
+                self.write(b",")
+            self.write(_dumps_at(blocks, _TOP, inner=True))
+            items[lo : lo + BLOCK_CHUNK] = [None] * len(chunk)
+            del chunk, blocks, parts
+        self.write(b"]")
+
+    def _parts(self, chunk: list[Any]) -> list[_Part]:
+        """A chunk's blocks: its dicts as they are, each run's stretch of slots as that stretch of its blocks. A
+        run's slots are consecutive and as many as its blocks (``ArtifactBuilder.add_row_blocks``); slots that are
+        not (a module rearranged ``blocks``) are refused as orjson refuses an object it does not know."""
+        parts: list[_Part] = []
+        n = len(chunk)
+        i = 0
+        while i < n:
+            item = chunk[i]
+            if item.__class__ is not RowRun:
+                j = i + 1
+                while j < n and chunk[j].__class__ is not RowRun:
+                    j += 1
+                parts.append(_Part(None, chunk[i:j]))
+                i = j
+                continue
+            done = self.run_done.get(item, 0)
+            m = min(len(item) - done, n - i)
+            if m <= 0 or chunk[i : i + m].count(item) != m:
+                orjson.dumps(item)  # raises orjson.JSONEncodeError, as dumps of the whole artifact would
+            numbers = item.numbers[done : done + m]
+            ids = run_ids(item.prefix, numbers)
+            parts.append(_Part(item, item.blocks(done, done + m, ids), numbers, ids))
+            self.run_done[item] = done + m
+            i += m
+        return parts
+
+    def _blocks_hold(self, blocks: list[Any], parts: list[_Part] | None) -> bool:
+        typed = _convert(blocks, _BLOCKS)
+        if typed is None or parts is None:
+            return fast.blocks_hold(typed, self.ids, self.bounds, self.runs)
+        at = 0
+        for part in parts:
+            some = typed[at : at + len(part.blocks)]
+            at += len(part.blocks)
+            if part.run is None:
+                held = fast.blocks_hold(some, self.ids, self.bounds, self.runs)
+            else:
+                held = fast.run_blocks_hold(
+                    some, part.run.prefix, part.numbers, part.ids, self.ids, self.runs, self.bounds
+                )
+            if not held:
+                return False
+        return True
 
     def _rows_hold(self, chunk: list[Any], types: list[str]) -> bool:
         return fast.rows_hold(_convert(chunk, _ROWS), types, self.known)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Part:
+    """A stretch of a chunk of blocks: plain dicts (``run`` None), or blocks made from ``run``, of ``numbers``."""
+
+    run: RowRun | None
+    blocks: list[Any]
+    numbers: Sequence[int] = ()
+    ids: list[str] = dataclasses.field(default_factory=list)
 
 
 def _convert(value: Any, kind: Any) -> Any:

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from shared.artifact import cells
 from shared.artifact.check import MISSING, ROW_CHUNK
+from shared.artifact.row_runs import RunIds
 from shared.artifact.rules import PAIRS
 from shared.contract import INT64_MAX, INT64_MIN, MAX_NESTING
 
@@ -108,30 +109,59 @@ def new_ids() -> set[Any]:
     return {_NO_PARENT}
 
 
-def blocks_hold(chunk: list[Any] | None, ids: set[Any], bounds: dict[str | None, int]) -> bool:
-    """A chunk of blocks (None: one that is not of its type), after the earlier chunks, whose ids are ``ids``."""
+def blocks_hold(
+    chunk: list[Any] | None, ids: set[Any], bounds: dict[str | None, int], runs: RunIds | None = None
+) -> bool:
+    """A chunk of blocks (None: one that is not of its type), after the earlier chunks, whose ids are ``ids`` (and
+    ``runs``, those of the row runs before it: see ``row_runs``)."""
     return chunk is not None and (
-        _ids_ok(chunk, ids)
+        _ids_ok(chunk, ids, runs=runs)
         and _attrs_ok(list(filter(None, map(dict.get, chunk, repeat("attrs")))))  # an empty one holds nothing
         and _locators_ok(list(map(_GET_LOCATOR, chunk)), bounds)
     )
 
 
-def _ids_ok(items: Sequence[dict[str, Any]], seen: set[Any], *, parents: bool = True) -> bool:
-    """Ids unique (among these items and the ``seen`` ones of earlier chunks, to which they are added); each parent
-    the id of an earlier item: of this chunk (its index below the item's own) or of an earlier chunk."""
+def run_blocks_hold(  # noqa: PLR0917 (the run's part and the pass's state)
+    chunk: list[Any] | None,
+    prefix: str,
+    numbers: Sequence[int],
+    ids: list[str],
+    seen: set[Any],
+    runs: RunIds,
+    bounds: dict[str | None, int],
+) -> bool:
+    """Blocks made from a row run (``row_runs.RowRun.blocks``; None: not of their type), as ``blocks_hold`` tests
+    blocks, but their ids are kept as the run's numbers in ``runs`` rather than as strings in ``seen``: each id
+    ``prefix + str(k)`` of ``numbers`` (``ids``), none an earlier block's, and no parent."""
+    return chunk is not None and (
+        list(map(_GET_ID, chunk)) == ids
+        and seen.isdisjoint(ids)
+        and list(map(dict.get, chunk, repeat("parent"), repeat(_NO_PARENT))).count(_NO_PARENT) == len(chunk)
+        and runs.add(prefix, numbers)
+        and _attrs_ok(list(filter(None, map(dict.get, chunk, repeat("attrs")))))
+        and _locators_ok(list(map(_GET_LOCATOR, chunk)), bounds)
+    )
+
+
+def _ids_ok(
+    items: Sequence[dict[str, Any]], seen: set[Any], *, parents: bool = True, runs: RunIds | None = None
+) -> bool:
+    """Ids unique (among these items and the ``seen`` ones of earlier chunks, to which they are added, and the
+    ``runs``' ids); each parent the id of an earlier item: of this chunk (its index below the item's own) or of an
+    earlier chunk."""
     ids = list(map(_GET_ID, items))
     n = len(ids)
     new = set(ids)
-    if len(new) != n or not seen.isdisjoint(new):
+    if len(new) != n or not seen.isdisjoint(new) or (runs is not None and runs.meets(ids)):
         return False
     if parents:
         named = list(map(dict.get, items, repeat("parent"), repeat(_NO_PARENT)))
         if named.count(_NO_PARENT) != n:
             index = dict(zip(ids, range(n), strict=True))
-            if not all(map(lt, map(index.get, named, repeat(-1)), range(n))) or not seen.issuperset(
-                set(named).difference(index)
-            ):
+            if not all(map(lt, map(index.get, named, repeat(-1)), range(n))):
+                return False
+            elsewhere = set(named).difference(index).difference(seen)
+            if elsewhere and not (runs is not None and all(map(runs.__contains__, elsewhere))):
                 return False
     seen |= new
     return True

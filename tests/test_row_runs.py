@@ -1,0 +1,195 @@
+"""Row runs (``shared.artifact.row_runs``): the worker's builders keep row blocks compact, and the artifact's JSON,
+its verdict and the builder's guarantees are those of the dicts."""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from extract_fn.workers import _text_floor
+from shared.artifact import InvalidArtifact, check_artifact
+from shared.artifact.built import dump_checked
+from shared.artifact.row_runs import RowRun, RunIds, compact_rows, compacting
+from shared.artifact_builder import ArtifactBuilder, make_locator
+
+SIZE = 10**6
+
+
+def _builder() -> ArtifactBuilder:
+    return ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
+
+
+def _tabular(b: ArtifactBuilder) -> None:
+    """Plain blocks around two tables' row blocks: chunks, rows of nulls, lines, a sheet, a budget's cut."""
+    b.add_block("heading", "Sheet", locator=make_locator(line_start=1, line_end=1))
+    texts: list[str | None] = [f"a: {i} é" if i % 7 else None for i in range(3000)]
+    for lo in range(0, 3000, 512):
+        part = texts[lo : lo + 512]
+        b.add_row_blocks(
+            "t0",
+            part,
+            rows=range(lo + 2, lo + 2 + len(part)),
+            first_index=lo,
+            lines=[(r, r + 1) for r in range(lo + 2, lo + 2 + len(part))],
+            section_path=["Sheet"],
+        )
+    b.add_table("t", [("a", "string")], [[str(i)] for i in range(3000)], id="t0")
+    b.add_block("paragraph", "between", parent="rt0.1")
+    b.add_row_blocks(
+        "t1", ["b: 1", "b: 2", "b: 3"], rows=[4, 5, 9], first_index=0, sheet="S", fit=lambda blocks: len(blocks) - 1
+    )
+    b.add_table("u", [("b", "string")], [["1"], ["2"]], id="t1")
+    b.add_row_blocks("t1", ["child"], rows=[3], parent="b0")  # a parent: kept as a dict
+    b.coverage(total=1, extracted=1)
+
+
+def _written(doc: dict[str, Any]) -> tuple[bytes, bool]:
+    parts: list[bytes] = []
+    held = dump_checked(doc, format="csv", original_size=SIZE, write=lambda p: parts.append(bytes(p)))
+    return b"".join(parts), held
+
+
+def test_a_compact_builder_writes_the_dicts_json_and_its_verdict() -> None:
+    plain = _builder()
+    _tabular(plain)
+    expected = orjson.dumps(plain.build())
+    assert compacting() is False
+    with compact_rows():
+        assert compacting() is True
+        compact = _builder()
+    assert compacting() is False
+    _tabular(compact)  # the mode is the builder's, from when it was made
+    assert len(compact.blocks) == len(plain.blocks)
+    runs = {id(x) for x in compact.blocks if isinstance(x, RowRun)}
+    assert len(runs) == 6 + 1  # one a call: six chunks of t0, one of t1
+    assert [type(x) for x in compact.blocks].count(dict) == 3  # the heading, "between", the child row
+    doc = compact.build()
+    assert _text_floor(doc) == _text_floor(plain.build())
+    written, held = _written(doc)
+    assert written == expected
+    assert held is True
+
+
+def test_a_compact_builder_keeps_its_guarantees() -> None:
+    with compact_rows():
+        b = _builder()
+    b.add_row_blocks("t0", ["a", "b"], rows=[2, 3], first_index=0)
+    with pytest.raises(ValueError, match=r"'rt0\.1' is empty or not unique"):
+        b.add_block("paragraph", "x", id="rt0.1")
+    with pytest.raises(ValueError, match="not unique"):
+        b.add_row_blocks("t0", ["c"], rows=[4], first_index=1)
+    with pytest.raises(ValueError, match="not unique"):
+        b.add_blocks([("rt0.0", "paragraph", "x", None, [], None, [], None)])
+    b.add_block("paragraph", "y", id="rt0.05")  # not a number a run writes
+    with pytest.raises(ValueError, match=r"'rt0\.1' is not unique"):  # a parent: dicts, against the run's ids
+        b.add_row_blocks("t0", ["c"], rows=[4], first_index=1, parent="rt0.0")
+    b.add_block("paragraph", "z", id="rt0.2")
+    with pytest.raises(ValueError, match=r"'rt0\.2' is not unique"):
+        b.add_row_blocks("t0", ["c", "d"], rows=[4, 5], first_index=2)
+    b.add_key_block("paragraph", "k = 1", 1, 1, "k", "rt0.0", [], ["k"], 1, "integer")
+    with pytest.raises(ValueError, match="not an earlier block"):
+        b.add_block("paragraph", "w", parent="rt0.9")
+    b.add_table("t", [("a", "string")], [["a"], ["b"]], id="t0")
+    b.coverage(total=1, extracted=1)
+    written, held = _written(b.build())
+    assert held is True
+    check_artifact(written, format="csv", original_size=SIZE)
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        pytest.param(lambda blocks: blocks.append({**_dict_of(blocks, 0), "id": "rt0.1"}), id="a copy after the run"),
+        pytest.param(lambda blocks: blocks.insert(0, {**_dict_of(blocks, 1), "id": "rt0.1"}), id="a copy before it"),
+        pytest.param(lambda blocks: blocks.insert(1, {**_dict_of(blocks, 1), "id": "rt0.1"}), id="a copy in its chunk"),
+        pytest.param(lambda blocks: blocks.append({**_dict_of(blocks, 0), "id": "x", "parent": "rt0.99"}), id="parent"),
+    ],
+)
+def test_the_one_pass_sees_a_run_id_used_twice(tamper: Callable[[list[Any]], None]) -> None:
+    """Blocks changed behind the builder's back: the check of the objects says no, as the bytes' check does."""
+    with compact_rows():
+        b = _builder()
+    b.add_block("paragraph", "p")
+    b.add_row_blocks("t0", ["a", "b", "c"], rows=[2, 3, 4], first_index=0)
+    b.add_table("t", [("a", "string")], [["a"], ["b"], ["c"]], id="t0")
+    b.coverage(total=1, extracted=1)
+    doc = b.build()
+    tamper(doc["blocks"])
+    written, held = _written(doc)
+    assert held is False
+    with pytest.raises(InvalidArtifact):
+        check_artifact(written, format="csv", original_size=SIZE)
+
+
+def _dict_of(blocks: list[Any], at: int) -> dict[str, Any]:
+    item = blocks[at]
+    return dict(item) if isinstance(item, dict) else item.blocks(0, 1, ["rt0.0"])[0]
+
+
+def test_a_run_whose_slots_were_moved_is_refused_as_orjson_refuses_it() -> None:
+    with compact_rows():
+        b = _builder()
+    b.add_row_blocks("t0", ["a", "b", "c"], rows=[2, 3, 4], first_index=0)
+    b.add_block("paragraph", "p")
+    b.add_table("t", [("a", "string")], [["a"], ["b"], ["c"]], id="t0")
+    doc = b.build()
+    doc["blocks"].append(doc["blocks"][0])  # one slot more than the run's blocks
+    with pytest.raises(orjson.JSONEncodeError):
+        _written(doc)
+
+
+def test_a_run_holds_a_fraction_of_the_dicts_memory() -> None:
+    """What the row blocks of 20,000 rows hold once added (tracemalloc: bytes, not time)."""
+
+    def held(compact: bool) -> int:
+        texts = [f"a: {i} | b: x" for i in range(20_000)]
+        tracemalloc.start()
+        try:
+            if compact:
+                with compact_rows():
+                    b = _builder()
+            else:
+                b = _builder()
+            before = tracemalloc.get_traced_memory()[0]
+            for lo in range(0, 20_000, 512):
+                b.add_row_blocks(
+                    "t0",
+                    texts[lo : lo + 512],
+                    rows=range(lo + 1, lo + 513)[: len(texts[lo : lo + 512])],
+                    first_index=lo,
+                    fit=len,
+                )
+            return tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+
+    assert held(True) * 4 < held(False)
+
+
+def test_run_ids_are_spans_of_numbers_by_prefix() -> None:
+    ids = RunIds()
+    assert not ids
+    assert ids.add("rt0.", range(0, 512))
+    assert ids.add("rt0.", [512, 513, 600])  # continues the last span, then a gap
+    assert ids
+    for present in ("rt0.0", "rt0.511", "rt0.513", "rt0.600"):
+        assert present in ids
+    for absent in ("rt0.514", "rt0.601", "rt0.05", "rt0.-1", "rt1.0", "rt0.", "0", "rt0.1x", 5, None):
+        assert absent not in ids
+    assert not ids.fits("rt0.", [599, 600])
+    assert not ids.add("rt0.", range(100, 101))
+    assert ids.fits("rt0.", [514, 599])
+    assert ids.add("rt0.", [514, 599])  # between two spans
+    assert "rt0.599" in ids
+    assert "rt0.598" not in ids
+    assert not ids.fits("rt0.", [3, 2])
+    assert not ids.fits("rt0.", [-1])
+    assert not ids.fits("rt0.", [True])
+    assert ids.meets(["x", "rt0.7"])
+    assert not ids.meets(["x", "rt0.700"])
+    with pytest.raises(ValueError, match="prefix"):
+        RowRun(prefix="r1", numbers=[1], texts=["a"], rows=[1], lines=None, head={}, path=[], keys=[], attrs={})
