@@ -11,7 +11,8 @@ service's and the worker's RSS are sampled every ``--interval-ms`` (``/proc/PID/
 service's child, found by ``/proc/PID/task/*/children``, and may retire right after a big answer). Reported per input:
 the artifact's size; the service's and the worker's RSS before the request (idle, warm); the peak of their sum over
 the samples; the sum of their high-water marks (``VmHWM``, read at the last sample each was alive: an upper bound of
-the peak of the sum, since the two need not peak at the same moment); the bound 2 x artifact + 150 MB; and whether
+the peak of the sum, since the two need not peak at the same moment; each process's is shown, the service's first);
+the bound 2 x artifact + 150 MB; and whether
 the peak is within it. Limits are lifted for the measurement (``MEASURE_ONLY``: time and size), not the memory limit.
 MB here is 10^6 bytes, as the artifact's size is counted. Loopback only.
 """
@@ -142,11 +143,14 @@ def measure(path: Path, fmt: str, interval: float) -> str:
         artifact_mb = len(r.content) / MB
         del r
         peak = sampled.peak_sum_kb * 1024 / MB
-        hwm = sum((sampled.hwm_kb or {}).values()) * 1024 / MB
+        marks = sampled.hwm_kb or {}
+        hwm = sum(marks.values()) * 1024 / MB
+        each = " + ".join(f"{kb * 1024 / MB:.0f}" for _, kb in sorted(marks.items()))  # the service first (lowest pid)
         bound = 2 * artifact_mb + FIXED_MB
         verdict = "yes" if peak <= bound else f"no ({peak / bound:.2f}x)"
         return (
-            f"| {path.name} | {artifact_mb:.1f} | {idle_service:.0f} + {idle_worker:.0f} | {peak:.0f} | {hwm:.0f} "
+            f"| {path.name} | {artifact_mb:.1f} | {idle_service:.0f} + {idle_worker:.0f} | {peak:.0f} "
+            f"| {hwm:.0f} ({each}) "
             f"| {bound:.0f} | {verdict} |"
         )
     finally:
@@ -166,7 +170,7 @@ def main() -> int:
     args = ap.parse_args()
     names = [n for n in INPUTS if not args.only or n in args.only.split(",")]
     print("| input | artifact MB | idle RSS MB: service + worker | peak MB (service + worker, sampled) "
-          "| sum of high-water marks MB | bound: 2 x artifact + 150 MB | within |")  # fmt: skip
+          "| sum of high-water marks MB (service + workers) | bound: 2 x artifact + 150 MB | within |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     for name in names:
         path = args.inputs / name

@@ -418,9 +418,9 @@ def test_convert_column_of_one_type(values: list[Any], expected: tuple[str, list
 
 
 def test_the_workbook_heap_is_given_back_once_the_last_sheet_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From frame.RELEASE_HEAP_FROM on, the freed heap is asked back once, after calamine has read the last
-    worksheet and before that sheet's table is made (the workbook's memory is not needed by then), and the
-    artifact does not change."""
+    """From frame.RELEASE_HEAP_FROM on, the freed heap is asked back once, when calamine has read the last
+    worksheet's cells and before they become Python objects and that sheet's table (the workbook's memory is not
+    needed by then), and the artifact does not change."""
     import extract_fn.buffering
     import extract_fn.formats.frame
     from shared.artifact_builder import ArtifactBuilder
@@ -452,3 +452,20 @@ def test_the_workbook_heap_is_given_back_once_the_last_sheet_is_read(monkeypatch
     assert serialize(run(data)) == serialize(small)
     assert tables_at_release == [1]  # the first sheet's table made, the last one's not yet
     assert len(tables_made) == 2
+
+
+def test_a_column_that_repeats_its_texts_holds_each_once() -> None:
+    """calamine makes a string per cell: a category column's repeated texts become one object each (memory), the
+    values unchanged; a column of distinct texts, a number column and a mixed one keep their own."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.append(["city", "code", "n", "mixed"])
+    for i in range(600):
+        ws.append([["Delta", "Omega", "Sigma"][i % 3], f"C{i:05d}", i % 3, "x" if i % 2 else 1])
+    rows = sheet(run(save(wb)), "Sheet")["rows"]
+    cities = [r[0] for r in rows]
+    assert cities[:4] == ["Delta", "Omega", "Sigma", "Delta"]
+    assert len({id(c) for c in cities}) == 3
+    assert len({id(r[1]) for r in rows}) == 600
+    assert [r[2] for r in rows[:4]] == [0, 1, 2, 0]
+    assert [r[3] for r in rows[:3]] == [1, "x", 1]

@@ -38,10 +38,10 @@ import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any, Final, overload
+from typing import Any, Final, cast, overload
 
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.frame import FormatContext, format_module
+from extract_fn.formats.frame import FormatContext, format_module, release_heap
 from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.table_values import add_table, infer_text_column, report_cut
 from extract_fn.text_decoding import decode_text, refuse_wide_text
@@ -207,25 +207,30 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     long_rows = [i + 2 for i, r in enumerate(records) if len(r) > len(header)] if ragged else []
 
     # Row-block texts from the source spelling, then columns of raw text (None past a short record's end), typed one
-    # column at a time; the records are dropped as soon as the columns hold their values.
+    # column at a time (each raw column dropped once typed); the typed values then replace each record's own, so the
+    # records' lists are the table's rows (no second list a row, and none freed to leave holes in the heap).
     texts = _row_texts(names, records)
-    raw_columns: list[list[str | None]] = []
+    raw_columns: list[list[str | None] | None] = []
     for j in range(width):
         if not short_rows and not long_rows:
             raw_columns.append([r[j] for r in records])
         else:
             raw_columns.append([r[j] if j < len(r) else None for r in records])
-    n_records = len(records)
-    del records
     types: list[str] = []
     typed_columns: list[list[Any]] = []
-    for col in raw_columns:
-        col_type, values = infer_text_column(col)
+    for j, col in enumerate(raw_columns):
+        raw_columns[j] = None
+        col_type, values = infer_text_column(cast("list[str | None]", col))
+        del col
         types.append(col_type)
         typed_columns.append(values)
     del raw_columns
-    rows = list(map(list, zip(*typed_columns, strict=True))) if width else [[] for _ in range(n_records)]
-    del typed_columns
+    rows: list[list[Any]] = records
+    if width:
+        for record, typed_row in zip(rows, zip(*typed_columns, strict=True), strict=True):
+            record[:] = typed_row
+    del records, typed_columns
+    release_heap(len(data))
 
     attrs: dict[str, Any] = {}
     if short_rows:

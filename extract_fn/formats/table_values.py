@@ -180,17 +180,17 @@ def infer_text_column(values: Sequence[str | None]) -> tuple[str, list[Any]]:
         return "bool", [truth[v] if v else None for v in values]
     nulled = list(values) if full else [v or None for v in values]
     if _ALL_DATE.fullmatch(joined) is not None and _valid_dates(set(present)):
-        return "date", _shared(nulled)
+        return "date", shared_texts(nulled)
     if _ALL_DATETIME.fullmatch(joined) is not None and _valid_dates(set(present)):
-        return "datetime", _shared([_normalize_datetime(v) if v else None for v in values])
+        return "datetime", shared_texts([_normalize_datetime(v) if v else None for v in values])
     if _ALL_TIME.fullmatch(joined) is not None and _valid_times(set(present)):
-        return "time", _shared([_normalize_time(v) if v else None for v in values])
-    return "string", _shared(nulled)
+        return "time", shared_texts([_normalize_time(v) if v else None for v in values])
+    return "string", shared_texts(nulled)
 
 
-def _shared(values: list[Any]) -> list[Any]:
-    """The same values, each distinct one a single string object when the column repeats itself (codes, dates,
-    categories): a parser makes a new string per cell, and a million "alpha"s cost 50 MB."""
+def shared_texts(values: list[Any]) -> list[Any]:
+    """The same values (strings and nulls), each distinct one a single string object when the column repeats itself
+    (codes, dates, categories): a parser makes a new string per cell, and a million "alpha"s cost 50 MB."""
     sample = values[:1000]
     if len(set(sample)) > len(sample) // 2:
         return values

@@ -18,10 +18,11 @@ slower still, by the issue's 8-15x, and loads ISO 29500 Strict workbooks with no
   cells (``t="e"``, sent as ``{"error": "#DIV/0!"}``) and formulas (``attrs.formulas``, the first 200, ``"B2":
   "=SUM(A1:A3)"``; the cell's value is the cached result).
 * Memory: what a sheet needs from its XML is read before calamine reads the sheet, so the XML (several times the
-  file) is gone first; calamine's sheet (its whole cell box) goes once its cells are Python values, the workbook
-  (its shared strings) once the last worksheet is read, and that freed native heap is given back
-  (``frame.release_heap``) before the rows become blocks; the cell grid is emptied once the typed columns hold its
-  values. big.xlsx's peak in process: 301 MB before, 174 MB after (``benchmarks/README.md``).
+  file) is gone first; the workbook (its shared strings) goes once calamine has read the last worksheet's cells, and
+  that freed native heap is given back (``frame.release_heap``) before the cells become Python values; calamine's
+  sheet (its whole cell box) goes once they are. The typed columns then take the cells' place in the sheet's own
+  row lists, which become the table's rows. big.xlsx's peak in process: 301 MB (session 8), 174 MB (session 9),
+  144 MB now, the row blocks kept as runs in the worker (``benchmarks/README.md``).
 
 Decisions (documented for the artifact's readers):
 
@@ -72,6 +73,7 @@ from extract_fn.formats.table_values import (
     format_timedelta,
     number_from_float,
     report_cut,
+    shared_texts,
     value_text,
 )
 from extract_fn.formats.xlsx_charts import add_sheet_charts
@@ -362,7 +364,13 @@ def convert_column(values: list[Any]) -> tuple[str, list[Any], int]:
     dropped = 0
     if float in by_type and None in out:
         dropped = sum(1 for v, o in zip(values, out, strict=True) if o is None and type(v) is float)
+    if col_type in _TEXT_TYPES and set(map(type, out)) <= _STR_OR_NONE:
+        out = shared_texts(out)  # calamine makes a string per cell, a shared string's too
     return col_type, out, dropped
+
+
+_TEXT_TYPES: Final = frozenset({"string", "date", "datetime", "time", "duration"})
+_STR_OR_NONE: Final = frozenset({str, type(None)})
 
 
 def _none(v: Any) -> None:
@@ -452,6 +460,11 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
         del xml
         try:
             sheet = book.get_sheet_by_name(name)
+            if i == last_worksheet:
+                # the workbook (its shared strings) is read: its heap goes back before the sheet's cells become
+                # Python objects (big.xlsx: 37 MB off the extraction's peak)
+                del book
+                release_heap(len(data))
             grid = sheet.to_python(skip_empty_area=True)
             start = sheet.start
             merged = list(sheet.merged_cell_ranges or [])
@@ -463,9 +476,6 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
             raise _corrupt(
                 f"sheet {name!r} of the xlsx workbook cannot be read: {' '.join(str(exc).split())[:300]}"
             ) from None
-        if i == last_worksheet:  # the workbook (its shared strings) is read: its heap goes back before the blocks
-            del book
-            release_heap(len(data))
         total, kept = _add_sheet(
             builder,
             budget,
@@ -589,12 +599,19 @@ def _add_sheet(
             col_name = col_letters(j + c0)
         columns.append((col_name, col_type))
         typed.append(values)
-    # the columns hold every value now: the sheet's own rows (and the cells a column replaced) go before the table's
-    # rows and blocks are made (big.xlsx: 100,000 row lists, a million cells)
-    del body
+    # the columns hold every value now: the sheet's own cells (and those a column replaced) go before the table's
+    # blocks are made (big.xlsx: a million cells), the typed values taking their place in the sheet's own row
+    # lists, which become the table's rows (no second list a row, and none freed to leave holes in the heap)
     grid.clear()
-    rows = [list(t) for t in zip(*typed, strict=True)] if typed else []
-    del typed
+    if not typed:
+        rows: list[list[Any]] = []
+    elif len(set(map(id, body))) == len(body):
+        rows = body
+        for row, typed_row in zip(rows, zip(*typed, strict=True), strict=True):
+            row[:] = typed_row
+    else:  # rows that are one list (never from calamine): each its own
+        rows = [list(t) for t in zip(*typed, strict=True)]
+    del body, typed
     if dropped:
         builder.warn(f"sheet {name!r}: {dropped} NaN or infinite value(s) sent as null")
     header_row_no = first + r0 + 1

@@ -23,7 +23,8 @@ import contextlib
 import contextvars
 import operator
 import re
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, cast
 
 # -- key-sharing dicts ---------------------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ def _locator_class(head: tuple[str, ...], with_lines: bool) -> type:
 
 
 def row_locators(
-    rows: Sequence[int], lines: Sequence[tuple[int, int]] | None, head: dict[str, Any]
+    rows: Sequence[int], lines: Iterable[tuple[int, int]] | None, head: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """``{line_start, line_end, **head, row_start, row_end}`` per row (line pair only with ``lines``)."""
     out: list[dict[str, Any]] = []
@@ -145,6 +146,8 @@ def run_ids(prefix: str, numbers: Sequence[int]) -> list[str]:
 
 # -- compact runs ----------------------------------------------------------------------------------------------------
 
+_FIRST: Final = operator.itemgetter(0)
+_SECOND: Final = operator.itemgetter(1)
 _COMPACT: contextvars.ContextVar[bool] = contextvars.ContextVar("compact_rows", default=False)
 
 
@@ -169,7 +172,8 @@ class RowRun:
 
     Block ``i`` is ``row_block_dicts``' block of id ``prefix + str(numbers[i])``, text ``texts[i]`` and the locator
     ``row_locators`` makes of ``rows[i]``, ``lines[i]`` and ``head``; no parent. Made by the builder (which checked
-    every value as it checks a dict's) and never changed afterwards."""
+    every value as it checks a dict's) and never changed afterwards. The line pairs are kept as two arrays of
+    machine integers (16 bytes a row, not a tuple and its two ints: about 100)."""
 
     __slots__ = ("attrs", "head", "keys", "lines", "numbers", "path", "prefix", "rows", "text_chars", "texts")
 
@@ -188,7 +192,10 @@ class RowRun:
     ) -> None:
         if not runnable(prefix) or not len(numbers) == len(texts) == len(rows):
             raise ValueError("a run's prefix ends in a digit or its parts differ in length")
-        self.prefix, self.numbers, self.texts, self.rows, self.lines = prefix, numbers, texts, rows, lines
+        self.prefix, self.numbers, self.texts, self.rows = prefix, numbers, texts, rows
+        self.lines = None if lines is None else (array("q", map(_FIRST, lines)), array("q", map(_SECOND, lines)))
+        if self.lines is not None and len(self.lines[0]) != len(texts):
+            raise ValueError("a run's parts differ in length")
         self.head, self.path, self.keys, self.attrs = head, path, keys, attrs
         self.text_chars = sum(map(len, texts))
 
@@ -197,7 +204,7 @@ class RowRun:
 
     def blocks(self, lo: int, hi: int, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Blocks ``lo..hi-1`` of the run, given their ids (``run_ids(prefix, numbers[lo:hi])``)."""
-        lines = self.lines[lo:hi] if self.lines is not None else None
+        lines = zip(self.lines[0][lo:hi], self.lines[1][lo:hi], strict=True) if self.lines is not None else None
         locs = row_locators(self.rows[lo:hi], lines, self.head)
         return row_block_dicts(
             ids, self.texts[lo:hi], locs, parent=None, path=self.path, keys=self.keys, attrs=self.attrs
