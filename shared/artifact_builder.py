@@ -702,6 +702,7 @@ class ArtifactBuilder:
         parent: str | None = None,
         attrs: dict[str, Any] | None = None,
         fit: Callable[[list[dict[str, Any] | None]], int] | None = None,
+        remake_texts: Callable[[int, int], Sequence[str | None]] | None = None,
     ) -> int:
         """Append row blocks of table ``table_id``, one per row with text, in order; return how many rows were taken.
 
@@ -733,6 +734,9 @@ class ArtifactBuilder:
         In a builder made under ``row_runs.compact_rows`` (the worker's), rows with ``first_index`` and no
         ``parent`` are kept as one ``row_runs.RowRun``, in ``blocks`` once per block it stands for, and only
         ``shared.artifact.built.dump_checked`` reads them (see ``row_runs``); the artifact's JSON is the same.
+        ``remake_texts(lo, hi)``, if given, makes ``texts[lo:hi]`` again (the same strings, from what the table
+        keeps: its rows); such a run holds no texts when every row has one, and ``dump_checked`` makes them with
+        the blocks.
         """
         n = len(texts)
         if table_id.__class__ is not str or not table_id:
@@ -824,6 +828,9 @@ class ArtifactBuilder:
             self.lose(LOST_SECTION_PATH)
         if compact:
             del blocks, ids
+            remake = None
+            if remake_texts is not None and len(kept_idx) == n:  # every row a block: run index = row index
+                remake = functools.partial(_remade_texts, remake_texts)
             run = RowRun(
                 prefix=prefix,
                 numbers=numbers[:count],
@@ -834,6 +841,7 @@ class ArtifactBuilder:
                 path=path,
                 keys=[],
                 attrs=block_attrs,
+                remake=remake,
             )
             if runs is None:
                 runs = self._runs = RunIds()
@@ -947,6 +955,15 @@ class ArtifactBuilder:
         if self.tables:
             artifact["tables"] = self.tables
         return artifact
+
+
+def _remade_texts(remake: Callable[[int, int], Sequence[str | None]], lo: int, hi: int) -> list[str]:
+    """A run's texts ``lo..hi-1`` made again, cleaned as ``add_row_blocks`` cleans them."""
+    texts = list(remake(lo, hi))
+    if len(texts) != hi - lo or not all(texts):
+        raise ValueError(f"remake_texts gave {len(texts)} texts (or an empty one) for rows {lo}..{hi - 1}")
+    plain = cast("list[str]", texts)
+    return plain if all(map(str.isascii, plain)) else [clean_str(t) for t in plain]
 
 
 def _row_text(block_id: str, text: object) -> str:

@@ -193,3 +193,50 @@ def test_run_ids_are_spans_of_numbers_by_prefix() -> None:
     assert not ids.meets(["x", "rt0.700"])
     with pytest.raises(ValueError, match="prefix"):
         RowRun(prefix="r1", numbers=[1], texts=["a"], rows=[1], lines=None, head={}, path=[], keys=[], attrs={})
+
+
+def test_a_run_whose_texts_can_be_made_again_holds_none() -> None:
+    """``remake_texts``: a compact run keeps no texts when every row has one, and makes them again (cleaned as the
+    builder cleans them) when written; the bytes are the same. One row without a text: the run keeps its texts."""
+    rows = [[f"v{i}", "é\ud800" if i == 3 else "x"] for i in range(40)]
+
+    def texts_of(part: list[list[str]]) -> list[str]:
+        return [f"a: {a} | b: {b}" for a, b in part]
+
+    def build(compact: bool, *, gap: bool = False) -> tuple[ArtifactBuilder, dict[str, Any]]:
+        if compact:
+            with compact_rows():
+                b = _builder()
+        else:
+            b = _builder()
+        texts: list[str | None] = list(texts_of(rows))
+        if gap:
+            texts[5] = None
+        b.add_row_blocks(
+            "t0", texts, rows=range(2, 42), first_index=0, remake_texts=lambda lo, hi: texts_of(rows[lo:hi])
+        )
+        b.add_table("t", [("a", "string"), ("b", "string")], [list(r) for r in rows], id="t0")
+        return b, b.build()
+
+    _, plain = build(compact=False)
+    expected = orjson.dumps(plain)
+    for gap in (False, True):
+        b, doc = build(compact=True, gap=gap)
+        run = b.blocks[0]
+        assert isinstance(run, RowRun)
+        assert (run.texts is None) is not gap
+        written, held = _written(doc)
+        assert held is True
+        if not gap:
+            assert written == expected
+        else:
+            assert written == orjson.dumps(build(compact=False, gap=True)[1])
+
+
+def test_remade_texts_that_differ_in_number_are_refused() -> None:
+    with compact_rows():
+        b = _builder()
+    b.add_row_blocks("t0", ["a: 1", "a: 2"], rows=[2, 3], first_index=0, remake_texts=lambda lo, hi: ["a: 1"])
+    b.add_table("t", [("a", "string")], [["1"], ["2"]], id="t0")
+    with pytest.raises(ValueError, match="remake_texts gave 1 texts"):
+        _written(b.build())

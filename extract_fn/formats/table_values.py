@@ -24,6 +24,7 @@ fits; the format module then reports rows extracted of total in coverage and a w
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import itertools
 import math
 import operator
@@ -388,6 +389,14 @@ def _chunk_texts(prefixes: Sequence[str], template: Callable[..., str], chunk: S
     return [_prefixed_text(prefixes, row) for row in chunk]
 
 
+def _remake(
+    prefixes: Sequence[str], template: Callable[..., str], chunk: Sequence[list[Any]], lo: int, hi: int
+) -> list[str]:
+    """``_chunk_texts`` of ``chunk[lo:hi]``: a row run's texts made again from the table's rows (see
+    ``ArtifactBuilder.add_row_blocks``' ``remake_texts``)."""
+    return _chunk_texts(prefixes, template, chunk[lo:hi])
+
+
 @dataclass
 class RowBlockSpec:
     """How a table's row blocks are made."""
@@ -468,6 +477,7 @@ def fit_rows(
             sheet=spec.sheet,
             section_path=spec.section_path,
             fit=_within(budget, chunk),
+            remake_texts=None if texts is not None else functools.partial(_remake, prefixes, template, chunk),
         )
         kept += take
         start += take

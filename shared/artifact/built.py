@@ -161,7 +161,10 @@ class _Pass:
         self.bounds = fast.bounds_of(original_size)
         self.ids = fast.new_ids()
         self.runs = RunIds()  # the row runs' ids, as numbers (see ``row_runs``)
-        self.run_done: dict[RowRun, int] = {}  # how many of each run's blocks were written
+        # How many blocks of each run were written, by the run's id(): no reference, so a run written whole (one
+        # that remakes its texts holds the table's rows) is let go with its last slot. Every run is alive when the
+        # pass starts and none is made during it, so a later slot's id() is its own run's.
+        self.run_done: dict[int, int] = {}
         self.known: dict[str, set[str]] = {}
         tables = doc.get("tables", [])
         top: dict[str, Any] = {**doc, "blocks": []}
@@ -247,14 +250,14 @@ class _Pass:
                 parts.append(_Part(None, chunk[i:j]))
                 i = j
                 continue
-            done = self.run_done.get(item, 0)
+            done = self.run_done.get(id(item), 0)
             m = min(len(item) - done, n - i)
             if m <= 0 or chunk[i : i + m].count(item) != m:
                 orjson.dumps(item)  # raises orjson.JSONEncodeError, as dumps of the whole artifact would
             numbers = item.numbers[done : done + m]
             ids = run_ids(item.prefix, numbers)
             parts.append(_Part(item, item.blocks(done, done + m, ids), numbers, ids))
-            self.run_done[item] = done + m
+            self.run_done[id(item)] = done + m
             i += m
         return parts
 

@@ -24,7 +24,7 @@ import contextvars
 import operator
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, cast
 
 # -- key-sharing dicts ---------------------------------------------------------------------------------------------
@@ -173,9 +173,23 @@ class RowRun:
     Block ``i`` is ``row_block_dicts``' block of id ``prefix + str(numbers[i])``, text ``texts[i]`` and the locator
     ``row_locators`` makes of ``rows[i]``, ``lines[i]`` and ``head``; no parent. Made by the builder (which checked
     every value as it checks a dict's) and never changed afterwards. The line pairs are kept as two arrays of
-    machine integers (16 bytes a row, not a tuple and its two ints: about 100)."""
+    machine integers (16 bytes a row, not a tuple and its two ints: about 100). Given ``remake`` (``remake(lo, hi)``
+    is ``texts[lo:hi]`` made again, cleaned as the builder cleaned them: from the table's own rows), the run holds
+    no texts, only their length (``text_chars``)."""
 
-    __slots__ = ("attrs", "head", "keys", "lines", "numbers", "path", "prefix", "rows", "text_chars", "texts")
+    __slots__ = (
+        "attrs",
+        "head",
+        "keys",
+        "lines",
+        "numbers",
+        "path",
+        "prefix",
+        "remake",
+        "rows",
+        "text_chars",
+        "texts",
+    )
 
     def __init__(
         self,
@@ -189,10 +203,13 @@ class RowRun:
         path: list[str],
         keys: list[str],
         attrs: dict[str, Any],
+        remake: Callable[[int, int], Sequence[str]] | None = None,
     ) -> None:
         if not runnable(prefix) or not len(numbers) == len(texts) == len(rows):
             raise ValueError("a run's prefix ends in a digit or its parts differ in length")
-        self.prefix, self.numbers, self.texts, self.rows = prefix, numbers, texts, rows
+        self.prefix, self.numbers, self.rows = prefix, numbers, rows
+        self.texts: Sequence[str] | None = texts if remake is None else None
+        self.remake = remake
         self.lines = None if lines is None else (array("q", map(_FIRST, lines)), array("q", map(_SECOND, lines)))
         if self.lines is not None and len(self.lines[0]) != len(texts):
             raise ValueError("a run's parts differ in length")
@@ -200,15 +217,18 @@ class RowRun:
         self.text_chars = sum(map(len, texts))
 
     def __len__(self) -> int:
-        return len(self.texts)
+        return len(self.numbers)
 
     def blocks(self, lo: int, hi: int, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Blocks ``lo..hi-1`` of the run, given their ids (``run_ids(prefix, numbers[lo:hi])``)."""
         lines = zip(self.lines[0][lo:hi], self.lines[1][lo:hi], strict=True) if self.lines is not None else None
         locs = row_locators(self.rows[lo:hi], lines, self.head)
-        return row_block_dicts(
-            ids, self.texts[lo:hi], locs, parent=None, path=self.path, keys=self.keys, attrs=self.attrs
+        texts = (
+            self.texts[lo:hi]
+            if self.texts is not None
+            else cast("Callable[[int, int], Sequence[str]]", self.remake)(lo, hi)
         )
+        return row_block_dicts(ids, texts, locs, parent=None, path=self.path, keys=self.keys, attrs=self.attrs)
 
 
 def runnable(prefix: str) -> bool:
