@@ -1051,7 +1051,8 @@ def run_forked(
             os.dup2(2, 1)  # the CLI's stdout carries the answer: a library that prints goes to stderr
             sys.stdout = sys.stderr
             _set_limits(memory_limit_bytes)
-            status, payload = _handle(_ChildState(memory_limit_bytes), header, data)
+            # The caller's frames still hold the bytes in this fork (and share their pages): they stay.
+            status, payload = _handle(_ChildState(memory_limit_bytes), header, [data])
             with os.fdopen(wfd, "wb", buffering=_CHUNK) as out:
                 _send_reply(out, status, payload)
         except BaseException:  # our own bug: say so on stderr; the parent answers for the missing reply
@@ -1361,7 +1362,10 @@ def _serialize(
     return (STATUS_OK_RETIRE if len(out) > _RETIRE_AFTER_BYTES else STATUS_OK), out
 
 
-def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[int, bytes | ArtifactOut]:
+def _handle(state: _ChildState, header: dict[str, Any], inbox: list[bytes]) -> tuple[int, bytes | ArtifactOut]:
+    """One request: ``inbox`` holds the file's bytes, which are taken out of it and handed to the module without a
+    reference kept here or in the caller, so a module that drops them once parsed frees them (a 27 MB CSV is text
+    and records by then)."""
     import traceback
 
     import orjson
@@ -1408,10 +1412,9 @@ def _handle(state: _ChildState, header: dict[str, Any], data: bytes) -> tuple[in
         # The module's GC policy over the whole request: its artifact's objects are freed by the serialization
         # below before the collector can come back on and walk them.
         # Row blocks are kept as runs (``shared.artifact.row_runs``): only ``_serialize`` reads this artifact.
+        original_size = len(inbox[0])
         with request_gc(fn), compact_rows():
-            artifact = fn(data, request)
-            original_size = len(data)
-            del data
+            artifact = fn(inbox.pop(), request)  # the module's frame owns the one reference
             if not isinstance(artifact, dict):
                 return error(
                     ErrorCode.CORRUPT, f"the {fmt} extractor returned {type(artifact).__name__}, not an artifact"
@@ -1512,11 +1515,11 @@ def _child_main(argv: list[str]) -> None:
         if magic != _REQUEST_MAGIC:
             os._exit(3)
         header = orjson.loads(rf.read(header_len))
-        data = rf.read(data_len)
-        if len(data) < data_len:
+        inbox = [rf.read(data_len)]
+        if len(inbox[0]) < data_len:
             os._exit(0)
-        status, payload = _handle(state, header, data)
-        del data
+        status, payload = _handle(state, header, inbox)
+        del inbox
         _send_reply(wf, status, payload)
         del payload
         if status in (STATUS_ERROR_RETIRE, STATUS_OK_RETIRE):

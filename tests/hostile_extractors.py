@@ -242,3 +242,16 @@ def row_table(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     b.add_table("lines", [("line", "string")], [[t] for t in lines], header_rows=0, id="t0")
     b.coverage(total=len(lines), extracted=len(lines))
     return b.build()
+
+
+def holders(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+    """A well-behaved extractor whose one paragraph is how many references hold the file's bytes besides its own
+    parameter (``sys.getrefcount`` counts its argument too): 0 when the caller kept none, so the module's ``del``
+    frees them."""
+    import sys
+
+    others = sys.getrefcount(data) - 2
+    b = ArtifactBuilder(request.format, parser="test-holders", parser_version="1", unit="blocks")
+    b.add_block("paragraph", str(others))
+    b.coverage(total=1, extracted=1)
+    return b.build()

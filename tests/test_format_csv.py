@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ from extract_fn.formats import csv_format
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.csv_format import detect_delimiter
 from shared.artifact import validate_artifact
+from shared.artifact.built import dump_checked
+from shared.artifact.row_runs import compact_rows
 from shared.artifact_builder import serialize
 from shared.contract import ErrorCode, ExtractionError
 
@@ -100,6 +103,40 @@ def test_records_keep_their_lines_across_pieces(monkeypatch: pytest.MonkeyPatch)
     locs = [b["locator"] for b in art["blocks"]]
     assert [(loc["line_start"], loc["line_end"]) for loc in locs] == [(2, 3), (5, 5), (6, 6)]
     assert table(art)["rows"] == [[1, "x\r\ny"], [2, "\x0bz"], [3, "w"]]
+
+
+# Each column's spellings that read as their typed values, and those that do not: an exponent written out, a bool
+# in capitals, a normalized date-time. The text column keeps every spelling ("+5" and "007" are text there).
+_AS_TYPED = (
+    ("1", "-12", "1.50", ""),
+    ("true", "false", ""),
+    ("2020-01-02T10:00:00", ""),
+    ("x", "+5", "007", "", "é {0}"),
+)
+_RESPELLED = (("1e-05", "2E3"), ("TRUE",), ("2020-01-02 10:00",), ("y",))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_row_blocks_read_as_the_file_spells_its_cells(seed: int) -> None:
+    """A row block's text is the record's own spelling, whether every row's is kept (many rows read otherwise once
+    typed), only those rows' (a few), or none (every row's is made from its typed values when written); the
+    worker's compact runs write the same bytes."""
+    rng = random.Random(seed)
+    mode = seed % 3  # 0: no row reads otherwise, 1: one row in 400, 2: most rows
+    records = []
+    for i in range(rng.randrange(1, 1500)):
+        respelled = (mode == 2 and rng.random() < 0.7) or (mode == 1 and i % 400 == 7)
+        records.append([rng.choice(a + r if respelled else a) for a, r in zip(_AS_TYPED, _RESPELLED, strict=True)])
+    data = ("a,b,c,d\n" + "".join(",".join(r) + "\n" for r in records)).encode()
+    art = run(data)
+    assert [c["type"] for c in table(art)["columns"]] == ["number", "bool", "datetime", "string"]
+    expected = [" | ".join(f"{n}: {v}" for n, v in zip("abcd", r, strict=True) if v) for r in records]
+    assert [b["text"] for b in art["blocks"]] == [t for t in expected if t]
+    with compact_rows():
+        compact = csv_format.extract(data, ExtractRequest("csv", name="t.csv"))
+    parts: list[bytes] = []
+    assert dump_checked(compact, format="csv", original_size=len(data), write=lambda p: parts.append(bytes(p)))
+    assert b"".join(parts) == serialize(art)
 
 
 def test_row_texts_of_full_and_partial_records() -> None:

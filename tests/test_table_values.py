@@ -23,6 +23,7 @@ from extract_fn.formats.table_values import (
     infer_text_column,
     number_from_float,
     plain_decimal,
+    respelled_rows,
     row_text,
 )
 from extract_fn.limits import LIMITS
@@ -62,6 +63,28 @@ def test_infer_text_column(values: list[str | None], expected_type: str, expecte
     assert col_type == expected_type
     assert out == expected
     assert [type(v) for v in out] == [type(v) for v in expected]
+
+
+@pytest.mark.parametrize(
+    ("values", "respelled"),
+    [
+        (["1", "-12", "", None], []),  # ints as they are spelled, and empty cells
+        (["1.50", "1e-05", "2E3", ""], [1, 2]),  # an exponent is written out
+        (["TRUE", "false", "", "True"], [0, 3]),  # bools read lowercase
+        (["2020-01-02 10:00", "2020-01-02T10:00:00"], [0]),  # a normalized date-time
+        (["10:00", "10:00:00"], [0]),
+        (["+5", "007", "x"], []),  # text columns keep every spelling
+        (["2020-01-02", "", "2020-01-03"], []),
+        ([None, ""], []),
+    ],
+)
+def test_respelled_rows_are_those_whose_typed_values_read_otherwise(
+    values: list[str | None], respelled: list[int]
+) -> None:
+    _, typed = infer_text_column(values)
+    assert respelled_rows(values, typed) == respelled
+    texts = ["" if v is None else (v if isinstance(v, str) else row_text(["x"], [v])[3:]) for v in typed]
+    assert [i for i, (t, v) in enumerate(zip(texts, values, strict=True)) if t != (v or "")] == respelled
 
 
 def test_plain_decimal() -> None:

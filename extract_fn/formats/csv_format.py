@@ -43,7 +43,7 @@ from typing import Any, Final, cast, overload
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module, release_heap
 from extract_fn.formats.output_budget import BudgetKind, output_budget
-from extract_fn.formats.table_values import add_table, infer_text_column, report_cut
+from extract_fn.formats.table_values import add_table, infer_text_column, report_cut, respelled_rows
 from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -55,6 +55,9 @@ SAMPLE_CHARS: Final = 64 * 1024
 SAMPLE_RECORDS: Final = 200
 NUL_SHARE_LIMIT: Final = 0.2
 LISTED_ROWS: Final = 10
+# Past this share of rows whose typed values read otherwise than the file spells them, every row's text is kept
+# (a list); below it only theirs (a dict), and the others are made from the typed rows when written.
+RESPELLED_SHARE: Final = 0.25
 _LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # row numbers named in a ragged-rows warning
 PIECE_CHARS: Final = 1 << 20  # the text is split into lines a piece of about this many characters at a time
 # What ``str.splitlines`` also breaks on, beyond \n, \r and \r\n: a piece holding none splits as ``_LINE`` splits it.
@@ -135,7 +138,7 @@ def _check_nul(text: str) -> int:
 
 
 def _body(ctx: FormatContext) -> dict[str, Any]:
-    return _extract(ctx.data, ctx.request)
+    return _extract(ctx.take_data(), ctx.request)
 
 
 extract = format_module(_body)
@@ -144,8 +147,10 @@ extract = format_module(_body)
 def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     decoded = decode_text(data, option=request.encoding)
     refuse_wide_text(data, decoded.source, request.limits.wide_text_sample)
+    size = len(data)
+    del data  # decoded: in the worker the bytes go now (its caller keeps none), the text as soon as it is parsed
     text, encoding = decoded.text, decoded.encoding
-    del decoded  # the text is dropped as soon as it is parsed
+    del decoded
     nuls = _check_nul(text)
     builder = ArtifactBuilder(
         "csv", parser=PARSER, parser_version=PARSER_VERSION, unit="rows", options=request.options()
@@ -206,10 +211,10 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     short_rows = [i + 2 for i, r in enumerate(records) if len(r) < len(header)] if ragged else []
     long_rows = [i + 2 for i, r in enumerate(records) if len(r) > len(header)] if ragged else []
 
-    # Row-block texts from the source spelling, then columns of raw text (None past a short record's end), typed one
-    # column at a time (each raw column dropped once typed); the typed values then replace each record's own, so the
-    # records' lists are the table's rows (no second list a row, and none freed to leave holes in the heap).
-    texts = _row_texts(names, records)
+    # Columns of raw text (None past a short record's end), typed one column at a time (each raw column dropped once
+    # typed); the typed values then replace each record's own, so the records' lists are the table's rows (no second
+    # list a row, and none freed to leave holes in the heap). Row-block texts are the source's spelling: kept for the
+    # rows a typed value of which reads otherwise ("+5", "TRUE", 1e-05); the others are made from the typed rows.
     raw_columns: list[list[str | None] | None] = []
     for j in range(width):
         if not short_rows and not long_rows:
@@ -218,19 +223,29 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             raw_columns.append([r[j] if j < len(r) else None for r in records])
     types: list[str] = []
     typed_columns: list[list[Any]] = []
+    respelled: set[int] = set()  # rows a typed value of which reads otherwise than the source spells it
     for j, col in enumerate(raw_columns):
         raw_columns[j] = None
         col_type, values = infer_text_column(cast("list[str | None]", col))
+        if len(respelled) <= len(records) * RESPELLED_SHARE:
+            respelled.update(respelled_rows(cast("list[str | None]", col), values))
         del col
         types.append(col_type)
         typed_columns.append(values)
     del raw_columns
+    texts: list[str] | None = None
+    kept_texts: dict[int, str] = {}
+    if len(respelled) > len(records) * RESPELLED_SHARE:
+        texts = _row_texts(names, records)
+    elif respelled:
+        order = sorted(respelled)
+        kept_texts = dict(zip(order, _row_texts(names, [records[i] for i in order]), strict=True))
     rows: list[list[Any]] = records
     if width:
         for record, typed_row in zip(rows, zip(*typed_columns, strict=True), strict=True):
             record[:] = typed_row
     del records, typed_columns
-    release_heap(len(data))
+    release_heap(size)
 
     attrs: dict[str, Any] = {}
     if short_rows:
@@ -258,6 +273,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         attrs=attrs,
         lines=lines,  # type: ignore[arg-type]  # _Lines indexes like the sequence, at 16 bytes a record
         texts=texts,
+        respelled=kept_texts,
     )
     report_cut(builder, f"table {name!r}", kept, total, request.max_output_bytes, first_row=2)
     builder.coverage(total=total, extracted=kept)

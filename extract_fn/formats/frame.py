@@ -53,12 +53,18 @@ def gc_policy(policy: GcPolicy) -> Iterator[None]:
         gc.set_threshold(*threshold)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FormatContext:
     """Everything a format module gets for one file."""
 
     data: bytes
     request: ExtractRequest
+
+    def take_data(self) -> bytes:
+        """The file's bytes, which the context then no longer holds: a module that is done with them once parsed
+        (csv, after decoding) frees them with its own ``del`` when no caller kept them (the worker keeps none)."""
+        data, self.data = self.data, b""
+        return data
 
     @property
     def limits(self) -> Limits:
@@ -87,8 +93,10 @@ def format_module(body: Body, *, gc: GcPolicy = GcPolicy.PAUSE) -> Extractor:
     the function's ``gc_policy`` too, for ``request_gc``)."""
 
     def extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
+        ctx = FormatContext(data, request)
+        del data  # the context holds the bytes alone (``FormatContext.take_data``)
         with gc_policy(gc):
-            return body(FormatContext(data, request))
+            return body(ctx)
 
     extract.__doc__ = body.__doc__
     extract.__qualname__ = extract.__name__ = "extract"

@@ -24,12 +24,11 @@ fits; the format module then reports rows extracted of total in coverage and a w
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import itertools
 import math
 import operator
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final, cast
@@ -187,6 +186,31 @@ def infer_text_column(values: Sequence[str | None]) -> tuple[str, list[Any]]:
     if _ALL_TIME.fullmatch(joined) is not None and _valid_times(set(present)):
         return "time", shared_texts([_normalize_time(v) if v else None for v in values])
     return "string", shared_texts(nulled)
+
+
+def respelled_rows(raw: Sequence[str | None], typed: Sequence[Any]) -> list[int]:
+    """The rows of a text column whose typed value (``infer_text_column``'s) reads, as row-block text
+    (``value_text``), otherwise than its cell is spelled: ``"+5"``, ``"TRUE"``, an exponent written out, a
+    normalized date-time. Their block text must be kept from the source; any other row's can be made again from its
+    typed values. Equal columns are found by whole-list comparisons in C; only a column that differs is walked."""
+    present = list(filter(None, raw))
+    values = typed if len(present) == len(typed) else [v for v in typed if v is not None]
+    classes = set(map(type, values))
+    if classes <= {str}:
+        same = values == present
+    elif classes == {int}:
+        same = list(map(str, values)) == present
+    elif classes == {bool}:
+        same = len(values) == len(present) and set(present) <= {"true", "false"}
+    else:
+        same = False
+    if same:
+        return []
+    return [
+        i
+        for i, (cell, value) in enumerate(zip(raw, typed, strict=True))
+        if (value_text(value) if value is not None else "") != (cell or "")
+    ]
 
 
 def shared_texts(values: list[Any]) -> list[Any]:
@@ -389,12 +413,27 @@ def _chunk_texts(prefixes: Sequence[str], template: Callable[..., str], chunk: S
     return [_prefixed_text(prefixes, row) for row in chunk]
 
 
-def _remake(
-    prefixes: Sequence[str], template: Callable[..., str], chunk: Sequence[list[Any]], lo: int, hi: int
-) -> list[str]:
-    """``_chunk_texts`` of ``chunk[lo:hi]``: a row run's texts made again from the table's rows (see
-    ``ArtifactBuilder.add_row_blocks``' ``remake_texts``)."""
-    return _chunk_texts(prefixes, template, chunk[lo:hi])
+@dataclass(frozen=True, slots=True)
+class _ChunkTexts:
+    """A chunk's row-block texts made from the table's rows, when they are added and again when a row run is
+    written (``ArtifactBuilder.add_row_blocks``' ``remake_texts``): ``_chunk_texts`` of ``chunk[lo:hi]`` (the rows
+    from ``offset + lo``), with a ``respelled`` row's kept text in its place."""
+
+    prefixes: Sequence[str]
+    template: Callable[..., str]
+    chunk: Sequence[list[Any]]
+    offset: int
+    respelled: Mapping[int, str]
+
+    def __call__(self, lo: int, hi: int) -> list[str]:
+        texts = _chunk_texts(self.prefixes, self.template, self.chunk[lo:hi])
+        if self.respelled:
+            first = self.offset + lo
+            for i in range(hi - lo):
+                kept = self.respelled.get(first + i)
+                if kept is not None:
+                    texts[i] = kept
+        return texts
 
 
 @dataclass
@@ -450,6 +489,7 @@ def fit_rows(
     *,
     lines: Sequence[tuple[int, int]] | None = None,
     texts: Sequence[str | None] | None = None,
+    respelled: Mapping[int, str] | None = None,
     index: int = 0,
 ) -> int:
     """Add row blocks for ``rows`` (in order) while they and the rows fit ``budget``; return how many fit.
@@ -457,27 +497,36 @@ def fit_rows(
     ``rows[i]`` is the source's row ``first_row + i``; its block (id ``r<table>.<i>``) is made by
     :meth:`ArtifactBuilder.add_row_blocks`, a chunk of rows at a time. The caller adds the table with
     ``rows[:n]``. ``texts[i]`` is row ``i``'s block text when the format has a better one than :func:`row_text` of
-    the typed values (a CSV row's source text); an empty text, as a row of nulls, makes no block. ``index`` is
+    the typed values (a CSV row's source text); an empty text, as a row of nulls, makes no block. Without
+    ``texts``, ``respelled[i]`` is row ``i``'s text where the source has one the typed values do not give (a CSV
+    cell ``"+5"``), and every other row's is made from its values. ``index`` is
     ``rows[0]``'s place among the table's rows when ``rows`` is a later part of them (:class:`TableStream`).
     """
     prefixes = [f"{n}: " for n in spec.names]
     template = " | ".join(p.replace("{", "{{").replace("}", "}}") + "{}" for p in prefixes).format
+    spelled = respelled or {}
     kept = 0
     n = len(rows)
     start = 0
     while start < n and not budget.exhausted:
         end = min(start + CHUNK_ROWS, n)
         chunk = rows[start:end]
+        remake: Callable[[int, int], list[str]] | None = None
+        if texts is not None:
+            chunk_texts: Sequence[str | None] = texts[start:end]
+        else:
+            remake = _ChunkTexts(prefixes, template, chunk, start, spelled)
+            chunk_texts = remake(0, len(chunk))
         take = builder.add_row_blocks(
             spec.table_id,
-            texts[start:end] if texts is not None else _chunk_texts(prefixes, template, chunk),
+            chunk_texts,
             rows=range(first_row + start, first_row + end),
             first_index=index + start,
             lines=lines[start:end] if lines is not None else None,
             sheet=spec.sheet,
             section_path=spec.section_path,
             fit=_within(budget, chunk),
-            remake_texts=None if texts is not None else functools.partial(_remake, prefixes, template, chunk),
+            remake_texts=remake,
         )
         kept += take
         start += take
@@ -499,10 +548,12 @@ def add_table(
     sheet: str | None = None,
     lines: Sequence[tuple[int, int]] | None = None,
     texts: Sequence[str | None] | None = None,
+    respelled: Mapping[int, str] | None = None,
 ) -> tuple[str, int]:
     """Add one table and its row blocks within the budget; return (table id, rows kept).
 
-    ``rows[i]`` is the source's row ``first_row + i``; ``lines`` and ``texts`` are as :func:`fit_rows` takes them.
+    ``rows[i]`` is the source's row ``first_row + i``; ``lines``, ``texts`` and ``respelled`` are as
+    :func:`fit_rows` takes them.
     """
     table_id = f"t{len(builder.tables)}"
     if len(columns) > MAX_COLUMNS:  # the contract's bound: keep the first ones and say what was left out
@@ -513,7 +564,7 @@ def add_table(
         builder.fail(f"table {name!r} columns {MAX_COLUMNS + 1}-{n}", f"past the contract's {MAX_COLUMNS} columns")
     budget.require(len(orjson.dumps([columns, attrs or {}, table_locator, name])) + 128, f"table {name!r}")
     spec = RowBlockSpec(table_id, [c[0] for c in columns], section_path or [], sheet)
-    kept = fit_rows(builder, budget, spec, rows, first_row, lines=lines, texts=texts)
+    kept = fit_rows(builder, budget, spec, rows, first_row, lines=lines, texts=texts, respelled=respelled)
     kept_rows = rows if kept == len(rows) else rows[:kept]
     builder.add_table(
         name,
