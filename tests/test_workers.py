@@ -21,7 +21,7 @@ import pytest
 from extract_fn import workers
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, GcPolicy, format_module, request_gc
-from extract_fn.workers import PoolUnavailable, WorkerPool, run_forked
+from extract_fn.workers import PoolUnavailable, SpooledReply, WorkerPool, run_forked
 from shared.artifact import InvalidArtifact, check_artifact, validate_artifact
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -409,17 +409,22 @@ def _many_lines(n: int) -> bytes:
     return b"".join(b"line %d of a file with many lines\n" % i for i in range(n))
 
 
+def _big_reply(duo: WorkerPool, forked: bool, extractor: str, data: bytes) -> bytes | SpooledReply:
+    """The reply of ``tests.hostile_extractors:<extractor>`` from the pool's worker or the CLI's fork, with a 64 MiB
+    output limit. The fork has no memory limit: it inherits this test process's heap, whose size depends on the tests
+    run before."""
+    if forked:
+        return run_forked(
+            H + extractor, data, _request(), timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=64 * MIB
+        )
+    return duo.run_sync(H + extractor, data, _request())
+
+
 @pytest.mark.parametrize("forked", [False, True], ids=["pool", "run_forked"])
 def test_a_big_artifact_leaves_the_worker_as_orjson_writes_it(duo: WorkerPool, forked: bool) -> None:
     """Past a few MB the worker writes the artifact to a temporary file as it serializes it, and sends the file."""
     data = _many_lines(60_000)
-    if forked:
-        # No memory limit: the fork inherits this test process's heap, whose size depends on the tests run before.
-        raw = run_forked(
-            H + "echo", data, _request(), timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=64 * MIB
-        )
-    else:
-        raw = duo.run_sync(H + "echo", data, _request())
+    raw = _big_reply(duo, forked, "echo", data)
     expected = echo(data, _request(max_output_bytes=64 * MIB))
     expected["attrs"]["pid"] = orjson.loads(raw)["attrs"]["pid"]
     assert raw == orjson.dumps(expected)
@@ -832,12 +837,7 @@ def test_the_worker_keeps_row_blocks_as_runs_and_writes_the_same_json(duo: Worke
     """The worker's builders keep row blocks as runs (``shared.artifact.row_runs``); the reply is the artifact the
     module builds anywhere else, byte for byte."""
     data = _many_lines(3000)
-    if forked:
-        raw = run_forked(
-            H + "row_table", data, _request(), timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=64 * MIB
-        )
-    else:
-        raw = duo.run_sync(H + "row_table", data, _request())
+    raw = _big_reply(duo, forked, "row_table", data)
     expected = row_table(data, _request(max_output_bytes=64 * MIB))
     assert expected["attrs"]["row_run"] is False
     expected["attrs"]["row_run"] = True
