@@ -50,6 +50,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import mmap
 import os
 import select
 import signal
@@ -246,6 +247,7 @@ class _Worker:
         wfd, rfd = self._fds()
         self.tasks += 1
         _write_all(wfd, (_REQUEST.pack(_REQUEST_MAGIC, len(header), len(data)), header, data), deadline)
+        _drop_mapped_pages(data)
         status, length = _REPLY.unpack(_read_exact(rfd, _REPLY.size, deadline))
         in_file, status = status & IN_REPLY_FILE, status & ~IN_REPLY_FILE
         if status not in (STATUS_OK, STATUS_ERROR, STATUS_ERROR_RETIRE, STATUS_OK_RETIRE):
@@ -265,6 +267,16 @@ class _OversizeReply(Exception):
     def __init__(self, length: int) -> None:
         super().__init__(length)
         self.length = length
+
+
+def _drop_mapped_pages(data: bytes | memoryview) -> None:
+    """A mapped upload (``buffering.MappedFile``) sent to the worker leaves this process's resident memory: its
+    pages stay in the file (the page cache) and are read back only if something reads the map again (the crash
+    memory, after a failure). Without this the service holds every in-flight upload's pages while the workers run
+    (big.xlsx: 7 MB beside its worker's peak)."""
+    if isinstance(data, mmap.mmap) and len(data) and not data.closed:
+        with contextlib.suppress(OSError, ValueError):
+            data.madvise(mmap.MADV_DONTNEED)
 
 
 def _wait(fd: int, event: int, deadline: float) -> None:

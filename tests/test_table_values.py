@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 from typing import Any
 
 import orjson
@@ -25,6 +26,7 @@ from extract_fn.formats.table_values import (
     plain_decimal,
     respelled_rows,
     row_text,
+    value_text,
 )
 from extract_fn.limits import LIMITS
 from shared.artifact import validate_artifact
@@ -85,6 +87,25 @@ def test_respelled_rows_are_those_whose_typed_values_read_otherwise(
     assert respelled_rows(values, typed) == respelled
     texts = ["" if v is None else (v if isinstance(v, str) else row_text(["x"], [v])[3:]) for v in typed]
     assert [i for i, (t, v) in enumerate(zip(texts, values, strict=True)) if t != (v or "")] == respelled
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_respelled_rows_match_the_cell_by_cell_reading(seed: int) -> None:
+    """Whatever the column (typed by ``infer_text_column`` or handed in with nulls where its cells are not empty),
+    the rows are exactly those a cell-by-cell comparison of ``value_text`` with the cell finds."""
+    rng = random.Random(seed)
+    pool = ["1", "+5", "-3", "007", "1.50", "1e-05", "2E3", "TRUE", "false", "x", "", None, "2020-01-02 10:00"]
+    values = [rng.choice(pool) for _ in range(rng.randint(0, 40))]
+    _, typed = infer_text_column(values)
+    if seed % 4 == 3 and typed:  # nulls that are not where the empty cells are: the careful walk
+        typed = list(typed)
+        typed[rng.randrange(len(typed))] = None
+    expected = [
+        i
+        for i, (cell, value) in enumerate(zip(values, typed, strict=True))
+        if (value_text(value) if value is not None else "") != (cell or "")
+    ]
+    assert respelled_rows(values, typed) == expected
 
 
 def test_plain_decimal() -> None:

@@ -869,3 +869,37 @@ def test_a_format_module_hands_its_context_the_only_reference() -> None:
     before = sys.getrefcount(data)
     format_module(body)(data, _request())
     assert counts == [before + 1]  # the caller's (this frame's) and the module's: the wrapper and context hold none
+
+
+def test_a_mapped_upload_leaves_the_services_memory_once_sent(tmp_path: Path) -> None:
+    """The pages of a spooled upload's map are dropped from the service's resident memory after the worker has the
+    bytes (they stay in the file and read back the same)."""
+    import mmap
+
+    from extract_fn.buffering import MappedFile
+    from extract_fn.workers import _drop_mapped_pages
+
+    path = tmp_path / "upload.bin"
+    payload = bytes(range(256)) * (4 * 4096)  # 4 MiB
+    path.write_bytes(payload)
+    inode = path.stat().st_ino
+
+    def resident_kb() -> int:
+        total, mine = 0, False
+        for line in Path("/proc/self/smaps").read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 5 and "-" in fields[0] and ":" in fields[3]:
+                mine = fields[4] == str(inode)
+            elif mine and fields and fields[0] == "Rss:":
+                total += int(fields[1])
+        return total
+
+    with path.open("rb") as f:
+        m = MappedFile(f.fileno(), 0, access=mmap.ACCESS_READ)
+        assert bytes(m) == payload  # every page read: resident
+        assert resident_kb() >= 4 * 1024
+        _drop_mapped_pages(m)
+        assert resident_kb() == 0
+        assert bytes(m) == payload  # read back from the file
+        m.close()
+    _drop_mapped_pages(b"bytes are left alone")

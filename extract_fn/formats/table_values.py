@@ -192,25 +192,31 @@ def respelled_rows(raw: Sequence[str | None], typed: Sequence[Any]) -> list[int]
     """The rows of a text column whose typed value (``infer_text_column``'s) reads, as row-block text
     (``value_text``), otherwise than its cell is spelled: ``"+5"``, ``"TRUE"``, an exponent written out, a
     normalized date-time. Their block text must be kept from the source; any other row's can be made again from its
-    typed values. Equal columns are found by whole-list comparisons in C; only a column that differs is walked."""
-    present = list(filter(None, raw))
-    values = typed if len(present) == len(typed) else [v for v in typed if v is not None]
-    classes = set(map(type, values))
-    if classes <= {str}:
-        same = values == present
-    elif classes == {int}:
-        same = list(map(str, values)) == present
-    elif classes == {bool}:
-        same = len(values) == len(present) and set(present) <= {"true", "false"}
+    typed values. All in C: the values' texts by one converter mapped over the column (``str`` for strings and
+    ints, the bools' two words), compared with the cells as whole lists and, where they differ, element-wise
+    (``compress`` over ``operator.ne``); a column whose nulls are not where its empty cells are is walked."""
+    n = len(typed)
+    if len(raw) == n and all(raw) and typed.count(None) == 0:  # no empty cell (the usual column): no positions
+        filled: Sequence[int] = range(n)
+        present: Sequence[str | None] = raw
+        values = typed
     else:
-        same = False
-    if same:
+        filled = list(itertools.compress(range(n), raw))  # the cells that are not empty ("" and None are)
+        nonnull = list(itertools.compress(range(n), map(operator.is_not, typed, itertools.repeat(None))))
+        if nonnull != filled:
+            return [i for i in range(n) if (value_text(typed[i]) if typed[i] is not None else "") != (raw[i] or "")]
+        present = [raw[i] for i in filled]
+        values = [typed[i] for i in filled]
+    classes = set(map(type, values))
+    if classes <= {str, int}:  # ``value_text`` of both is ``str`` (a bool's type is bool, never int)
+        texts: Sequence[Any] = values if classes <= {str} else list(map(str, values))
+    elif classes == {bool}:
+        texts = list(map(_BOOL_TEXT.__getitem__, values))
+    else:
+        texts = list(map(value_text, values))
+    if texts == present:
         return []
-    return [
-        i
-        for i, (cell, value) in enumerate(zip(raw, typed, strict=True))
-        if (value_text(value) if value is not None else "") != (cell or "")
-    ]
+    return list(itertools.compress(filled, map(operator.ne, texts, present)))
 
 
 def shared_texts(values: list[Any]) -> list[Any]:
