@@ -16,6 +16,7 @@ phase. For cold-start imports use ``python -X importtime``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import importlib
 import pstats
@@ -31,6 +32,7 @@ from extract_fn.formats.base import ExtractRequest
 from extract_fn.workers import ArtifactOut
 from shared.artifact import check_artifact
 from shared.artifact.built import dump_checked, holds
+from shared.artifact.row_runs import compact_rows
 
 
 def _rss_mb() -> float:
@@ -45,6 +47,7 @@ def main() -> int:
     ap.add_argument("--sort", default="tottime")
     ap.add_argument("--check", choices=("pass", "built", "bytes"), default="pass")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--compact", action="store_true", help="keep row blocks as runs, as the worker does")
     ap.add_argument("--max-output-bytes", type=int, default=256 * 1024 * 1024)
     args = ap.parse_args()
     module = importlib.import_module(MODULES[args.format])
@@ -54,7 +57,8 @@ def main() -> int:
     if not args.no_profile:
         prof.enable()
     t0 = time.perf_counter()
-    artifact = module.extract(data, request)
+    with compact_rows() if args.compact else contextlib.nullcontext():
+        artifact = module.extract(data, request)
     t1 = time.perf_counter()
     phases = [f"extract {t1 - t0:.2f} s (peak {_rss_mb():.0f} MB)"]
     if args.check == "pass":

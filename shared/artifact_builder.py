@@ -12,12 +12,21 @@ import functools
 import itertools
 import math
 import operator
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, cast
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Final, cast, overload
 
 import orjson
 
-from shared.artifact.row_runs import RowRun, RunIds, compacting, row_block_dicts, row_locators, run_ids, runnable
+from shared.artifact.row_runs import (
+    RowRun,
+    RunIds,
+    compacting,
+    row_block_dicts,
+    row_blocks_json_len,
+    row_locators,
+    run_ids,
+    runnable,
+)
 from shared.contract import (
     BLOCK_TYPES,
     COLUMN_TYPES,
@@ -336,6 +345,52 @@ def json_safe_number(value: int | float) -> int | float | str | None:
     if math.isfinite(value):
         return value
     return None
+
+
+class OfferedBlocks(Sequence["dict[str, Any] | None"]):
+    """What ``add_row_blocks`` offers its ``fit``: per row, its block (None for a row that makes none), the dicts
+    made only when first read; ``json_len()`` is ``len(orjson.dumps(the blocks that are not None))``, which a run
+    (the worker's builders) measures by column without making them."""
+
+    def __init__(
+        self,
+        n: int,
+        kept: Sequence[int],
+        make: Callable[[], list[dict[str, Any]]],
+        json_len: Callable[[], int],
+    ) -> None:
+        self._n = n
+        self._kept = kept
+        self._make = make
+        self._json_len = json_len
+        self._offered: list[dict[str, Any] | None] | None = None
+
+    def json_len(self) -> int:
+        return self._json_len()
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any] | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any] | None]: ...
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any] | None] | None:
+        return self._blocks()[i]
+
+    def __iter__(self) -> Iterator[dict[str, Any] | None]:
+        return iter(self._blocks())
+
+    def _blocks(self) -> list[dict[str, Any] | None]:
+        if self._offered is None:
+            made = self._make()
+            if len(made) == self._n:
+                self._offered = list(made)
+            else:
+                self._offered = [None] * self._n
+                for i, block in zip(self._kept, made, strict=True):
+                    self._offered[i] = block
+        return self._offered
 
 
 class ArtifactBuilder:
@@ -701,7 +756,7 @@ class ArtifactBuilder:
         section_path: Sequence[str] = (),
         parent: str | None = None,
         attrs: dict[str, Any] | None = None,
-        fit: Callable[[list[dict[str, Any] | None]], int] | None = None,
+        fit: Callable[[OfferedBlocks], int] | None = None,
         remake_texts: Callable[[int, int], Sequence[str | None]] | None = None,
     ) -> int:
         """Append row blocks of table ``table_id``, one per row with text, in order; return how many rows were taken.
@@ -726,10 +781,10 @@ class ArtifactBuilder:
         with ``first_index=k``, row ``i``'s is ``r<table_id>.<k + i>`` (its place among the table's rows, the same
         whatever comes before it).
 
-        ``fit``, if given, is called once with the blocks the rows would make (one entry per row, None for a row
-        with no block) before anything is appended, and returns how many rows to take (``0..len(texts)``); only
-        those rows' blocks are appended. It is for an output budget that measures what it admits; it must not add
-        blocks itself.
+        ``fit``, if given, is called once with the blocks the rows would make (an ``OfferedBlocks``: one entry per
+        row, None for a row with no block, and their JSON's length) before anything is appended, and returns how
+        many rows to take (``0..len(texts)``); only those rows' blocks are appended. It is for an output budget that
+        measures what it admits; it must not add blocks itself.
 
         In a builder made under ``row_runs.compact_rows`` (the worker's), rows with ``first_index`` and no
         ``parent`` are kept as one ``row_runs.RowRun``, in ``blocks`` once per block it stands for, and only
@@ -796,22 +851,32 @@ class ArtifactBuilder:
             raise ValueError(f"block id {next(i for i in ids if self._known(i))!r} is not unique")
 
         # Locators in the key order tabular artifacts have always had: line, page, sheet, row; the locators and
-        # blocks are key-sharing dicts (see ``row_runs``), about half a literal's memory. A run makes them only for
-        # ``fit`` to measure.
-        blocks: list[dict[str, Any]] = []
-        if not compact or fit is not None:
-            locs = row_locators(rows, lines, head)
-            blocks = row_block_dicts(ids, kept_texts, locs, parent=parent, path=path, keys=[], attrs=block_attrs)
+        # blocks are key-sharing dicts (see ``row_runs``), about half a literal's memory, made now unless the rows are
+        # kept as a run (then only if ``fit`` reads them: it measures a run's JSON by column).
+        make = functools.partial(_row_blocks, ids, kept_texts, rows, lines, head, parent, path, block_attrs)
+        blocks: list[dict[str, Any]] = [] if compact else make()
 
         taken = n
         count = len(kept_texts)
         if fit is not None:
-            if count == n:
-                offered: list[dict[str, Any] | None] = list(blocks)
+            if compact:  # measured by column, the dicts made only if fit reads them
+                json_len = functools.partial(
+                    row_blocks_json_len,
+                    ids,
+                    kept_texts,
+                    rows,
+                    lines,
+                    head,
+                    parent=parent,
+                    path=path,
+                    keys=[],
+                    attrs=block_attrs,
+                )
+                offered = OfferedBlocks(n, kept_idx, make, json_len)
             else:
-                offered = [None] * n
-                for i, block in zip(kept_idx, blocks, strict=True):
-                    offered[i] = block
+                offered = OfferedBlocks(
+                    n, kept_idx, functools.partial(list, blocks), functools.partial(_json_length, blocks)
+                )
             before = len(self.blocks)
             taken = fit(offered)
             del offered
@@ -955,6 +1020,24 @@ class ArtifactBuilder:
         if self.tables:
             artifact["tables"] = self.tables
         return artifact
+
+
+def _row_blocks(  # noqa: PLR0917 (add_row_blocks' values, bound by functools.partial)
+    ids: Sequence[str],
+    texts: Sequence[str],
+    rows: Sequence[int],
+    lines: Sequence[tuple[int, int]] | None,
+    head: dict[str, Any],
+    parent: str | None,
+    path: list[str],
+    attrs: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """``add_row_blocks``' block dicts (``row_runs.row_block_dicts`` of the rows' locators)."""
+    return row_block_dicts(ids, texts, row_locators(rows, lines, head), parent=parent, path=path, keys=[], attrs=attrs)
+
+
+def _json_length(value: Any) -> int:
+    return len(orjson.dumps(value))
 
 
 def _remade_texts(remake: Callable[[int, int], Sequence[str | None]], lo: int, hi: int) -> list[str]:

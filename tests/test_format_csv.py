@@ -139,6 +139,21 @@ def test_row_blocks_read_as_the_file_spells_its_cells(seed: int) -> None:
     assert b"".join(parts) == serialize(art)
 
 
+@pytest.mark.parametrize("max_bytes", [20_000, 61_234, 150_000, 400_000])
+def test_a_compact_run_cut_at_the_output_limit_writes_what_the_dicts_write(max_bytes: int) -> None:
+    """The worker's runs measure their blocks by column (``OfferedBlocks.json_len``) and make the dicts only for the
+    chunk the output limit cuts: the same rows are taken, and the bytes are the dicts' artifact's."""
+    data = ("n,t,x\n" + "".join(f'{i},"é{i}\\""" {i * 7}",{i / 3}\n' for i in range(3000))).encode()
+    art = run(data, max_bytes=max_bytes)
+    assert art["coverage"]["complete"] is False  # the limit cut the rows
+    req = ExtractRequest("csv", name="t.csv", max_output_bytes=max_bytes)
+    with compact_rows():
+        compact = csv_format.extract(data, req)
+    parts: list[bytes] = []
+    assert dump_checked(compact, format="csv", original_size=len(data), write=lambda p: parts.append(bytes(p)))
+    assert b"".join(parts) == serialize(art)
+
+
 def test_row_texts_of_full_and_partial_records() -> None:
     names = ["a", "b{0}"]
     full = [["1", "x"], ["2", "{y}"]]

@@ -3,6 +3,7 @@ its verdict and the builder's guarantees are those of the dicts."""
 
 from __future__ import annotations
 
+import contextlib
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
@@ -240,3 +241,74 @@ def test_remade_texts_that_differ_in_number_are_refused() -> None:
     b.add_table("t", [("a", "string")], [["1"], ["2"]], id="t0")
     with pytest.raises(ValueError, match="remake_texts gave 1 texts"):
         _written(b.build())
+
+
+_JSON_CHARS = ["a", "é", '"', "\\", "\n", "\x01", "€", "😀", " ", "\u2028", "<", "\ud800"]
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("compact", [False, True])
+def test_fit_is_offered_the_blocks_json_length_without_their_dicts(seed: int, compact: bool) -> None:
+    """What ``fit`` is offered measures as the JSON of the blocks it stands for (texts with escapes, non-ASCII and
+    lone surrogates, rows of nulls, numbers of every width, a line pair, a page or a sheet, a parent, a cut section
+    path); a run's measure makes no dict, and the dicts it reads later are the blocks appended."""
+    import random
+
+    from shared.artifact import row_runs
+
+    rnd = random.Random(seed)
+    made: list[int] = []
+    real = row_runs.row_block_dicts
+
+    def counting(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        made.append(len(args[0]))
+        return real(*args, **kwargs)
+
+    for _ in range(20):
+        n = rnd.randint(1, 40)
+        texts = [
+            None if rnd.random() < 0.1 else "".join(rnd.choice(_JSON_CHARS) for _ in range(rnd.randint(1, 12)))
+            for _ in range(n)
+        ]
+        first = rnd.randint(0, 10 ** rnd.randint(0, 15))
+        rows = sorted(rnd.sample(range(1, 10 ** rnd.randint(2, 18)), n))
+        lines = None if rnd.random() < 0.5 else [(r, r + rnd.randint(0, 99)) for r in rows]
+        where = rnd.choice([{}, {"page": 3}, {"sheet": 'Sh"eé\ud800'}])
+        parent = rnd.choice([None, "b0"])
+        path = rnd.choice([[], ["a"], ["é", '"x'], ["s"] * 70])
+        seen: list[tuple[int, list[dict[str, Any] | None]]] = []
+
+        def fit(
+            offered: Any, parent: str | None = parent, seen: list[tuple[int, list[dict[str, Any] | None]]] = seen
+        ) -> int:
+            made.clear()
+            size = offered.json_len()
+            assert sum(made) <= 1 or not compact or parent is not None  # a run's measure: one template, no row's
+            seen.append((size, list(offered)))
+            return len(offered)
+
+        with compact_rows() if compact else contextlib.nullcontext():
+            b = _builder()
+            b.add_block("heading", "h")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(row_runs, "row_block_dicts", counting)
+            mp.setattr("shared.artifact_builder.row_block_dicts", counting)
+            b.add_row_blocks(
+                "t0",
+                texts,
+                rows=rows,
+                first_index=first,
+                lines=lines,
+                parent=parent,
+                section_path=path,
+                fit=fit,
+                **where,
+            )
+        size, offered = seen[0]
+        blocks = [x for x in offered if x is not None]
+        assert [x is None for x in offered] == [not t for t in texts]
+        assert size == len(orjson.dumps(blocks))
+        b.add_table("t", [("a", "string")], [["x"]] * (first + n) if first + n < 100 else [["x"]], id="t0")
+        b.coverage(total=1, extracted=1)
+        written, _ = _written(b.build())
+        assert orjson.loads(written)["blocks"][1:] == orjson.loads(orjson.dumps(blocks))  # the blocks appended

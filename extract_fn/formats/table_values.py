@@ -36,7 +36,7 @@ from typing import Any, Final, cast
 import orjson
 
 from extract_fn.formats.output_budget import OutputBudget
-from shared.artifact_builder import ArtifactBuilder, clean_value
+from shared.artifact_builder import ArtifactBuilder, OfferedBlocks, clean_value
 from shared.contract import (
     INT64_MAX,
     INT64_MIN,
@@ -464,12 +464,13 @@ def _json_len(rows: Any) -> int:
         return len(orjson.dumps(clean_value(rows)))
 
 
-def _within(budget: OutputBudget, chunk: Sequence[list[Any]]) -> Callable[[list[dict[str, Any] | None]], int]:
+def _within(budget: OutputBudget, chunk: Sequence[list[Any]]) -> Callable[[OfferedBlocks], int]:
     """``ArtifactBuilder.add_row_blocks``'s ``fit`` for one chunk of rows: how many of them fit ``budget``, rows and
-    row blocks measured by serializing them (the whole chunk at once, row by row only when it crosses the budget)."""
+    row blocks measured by their JSON's length (the whole chunk at once, the blocks by column; row by row only when
+    it crosses the budget)."""
 
-    def fit(blocks: list[dict[str, Any] | None]) -> int:
-        size = _json_len(chunk) + len(orjson.dumps([b for b in blocks if b is not None]))
+    def fit(blocks: OfferedBlocks) -> int:
+        size = _json_len(chunk) + blocks.json_len()
         if size <= budget.remaining:
             budget.charge(size)
             return len(chunk)

@@ -27,6 +27,8 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, cast
 
+import orjson
+
 # -- key-sharing dicts ---------------------------------------------------------------------------------------------
 # Row blocks and their locators are key-sharing dicts, not dict literals: all of a table's have the same keys in the
 # same order. A literal holds its own keys table (a 2-key locator 184 bytes, a 7-key block 272); dicts that share one
@@ -137,6 +139,50 @@ def row_block_dicts(
         d["locator"] = loc
         append(d)
     return out
+
+
+def row_blocks_json_len(
+    ids: Sequence[str],
+    texts: Sequence[str],
+    rows: Sequence[int],
+    lines: Sequence[tuple[int, int]] | None,
+    head: dict[str, Any],
+    *,
+    parent: str | None,
+    path: list[str],
+    keys: list[str],
+    attrs: dict[str, Any],
+) -> int:
+    """``len(orjson.dumps(row_block_dicts(ids, texts, row_locators(rows, lines, head), ...)))`` without making the
+    dicts: one block's JSON (of an empty id and text and zero numbers) plus, by column, what each row's id, text and
+    numbers add to it (each column's list serialized once: ``len(dumps(xs))`` is the items' lengths, their commas
+    and the brackets). The rows and line pairs are ints (``add_row_blocks`` checked them)."""
+    n = len(ids)
+    if n == 0:
+        return 2  # []
+    one = row_block_dicts(
+        [""],
+        [""],
+        row_locators([0], None if lines is None else [(0, 0)], head),
+        parent=parent,
+        path=path,
+        keys=keys,
+        attrs=attrs,
+    )
+    base = len(orjson.dumps(one[0]))  # with "" twice (2 characters each) and 0 as each number (1 each)
+    extra = (_json_list_len(ids) - n - 1 - 2 * n) + (_json_list_len(texts) - n - 1 - 2 * n)
+    extra += 2 * (_json_list_len(rows) - n - 1 - n)  # row_start and row_end
+    if lines is not None:  # [s,e] a pair: its digits, 3 characters, and a comma between pairs
+        extra += _json_list_len(lines) - n - 1 - 3 * n - 2 * n
+    return n * base + extra + n + 1  # the blocks, their commas and the list's brackets
+
+
+def _json_list_len(items: Sequence[Any]) -> int:
+    """The length of a sequence's JSON array (a range or other sequence listed first: orjson writes lists, tuples)."""
+    return len(orjson.dumps(items if items.__class__ in _JSON_SEQUENCES else list(items)))
+
+
+_JSON_SEQUENCES: Final = frozenset({list, tuple})
 
 
 def run_ids(prefix: str, numbers: Sequence[int]) -> list[str]:
