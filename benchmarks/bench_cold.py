@@ -48,16 +48,19 @@ MEASURE_ONLY = {"EXTRACTOR_TIMEOUT_S": "3600", "EXTRACTOR_MAX_BYTES": str(512 * 
 WARM = """
 import sys, time
 from extract_fn.formats import MODULES
+import inspect
 from extract_fn.workers import _ChildState, _handle
 path, fmt = sys.argv[1], sys.argv[2]
 data = open(path, "rb").read()
+# a list the worker empties (older trees: the bytes themselves)
+inbox = lambda: [data] if "inbox" in inspect.signature(_handle).parameters else data
 header = {"extractor": MODULES[fmt] + ":extract", "format": fmt, "name": path.rsplit("/", 1)[-1],
           "encoding": None, "sql_dialect": None, "max_output_bytes": 1 << 31}
 state = _ChildState(0)
-status, _ = _handle(state, header, data)
+status, _ = _handle(state, header, inbox())
 assert status in (0, 3), status
 c, w = time.process_time(), time.perf_counter()
-_handle(state, header, data)
+_handle(state, header, inbox())
 print(time.process_time() - c, time.perf_counter() - w)
 """
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import tracemalloc
+from array import array
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -124,6 +125,66 @@ def test_the_one_pass_sees_a_run_id_used_twice(tamper: Callable[[list[Any]], Non
     assert held is False
     with pytest.raises(InvalidArtifact):
         check_artifact(written, format="csv", original_size=SIZE)
+
+
+def _deep(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def _set_lines(run: RowRun, starts: list[int], ends: list[int]) -> None:
+    run.lines = (array("q", starts), array("q", ends))
+
+
+@pytest.mark.parametrize(
+    ("tamper", "valid"),
+    [
+        pytest.param(lambda run: None, True, id="untouched"),
+        pytest.param(lambda run: setattr(run, "rows", [2, 3, 4, 5, 2**62]), True, id="a row far on (rows: no bound)"),
+        pytest.param(lambda run: run.texts.__setitem__(3, 5), False, id="a text that is a number"),
+        pytest.param(lambda run: setattr(run, "rows", [2, 3, -1, 5, 6]), False, id="a row number below its unused 0"),
+        pytest.param(lambda run: setattr(run, "rows", [2, 3, True, 5, 6]), False, id="a row number that is a bool"),
+        pytest.param(lambda run: _set_lines(run, [1, 2, 9, 4, 5], [1, 2, 3, 4, 5]), False, id="a line pair backwards"),
+        pytest.param(lambda run: _set_lines(run, [1, 2, 3, 4, 0], [1, 2, 3, 4, 5]), False, id="a line start alone 0"),
+        pytest.param(lambda run: _set_lines(run, [1, 2, 3, 4, 5], [1, 2, 3, 4, SIZE + 2]), False, id="a line past"),
+        pytest.param(lambda run: run.path.append(7), False, id="a section path entry that is a number"),
+        pytest.param(lambda run: run.keys.append("k" * 1025), False, id="a key past its length"),
+        pytest.param(lambda run: run.attrs.update(x=_deep(40)), False, id="attrs nested too deep"),
+        pytest.param(lambda run: run.head.update(sheet=3), False, id="a locator head value of the wrong type"),
+        pytest.param(lambda run: run.head.update(page_start=5, page_end=2), False, id="a locator head pair backwards"),
+    ],
+)
+def test_the_one_pass_tests_every_value_a_run_makes(tamper: Callable[[RowRun], None], valid: bool) -> None:
+    """A run's blocks are tested by column and through their first block (they share all else): a value changed
+    behind the builder's back in any part of the run gets the verdict the bytes' check gives."""
+    with compact_rows():
+        b = _builder()
+    b.add_block("paragraph", "p")
+    b.add_row_blocks(
+        "t0",
+        [f"a: {i}" for i in range(5)],
+        rows=[2, 3, 4, 5, 6],
+        first_index=0,
+        lines=[(r - 1, r - 1) for r in range(2, 7)],
+        sheet="S",
+        section_path=["S"],
+    )
+    b.add_table("t", [("a", "string")], [[str(i)] for i in range(5)], id="t0")
+    b.coverage(total=1, extracted=1)
+    doc = b.build()
+    run = doc["blocks"][1]
+    assert isinstance(run, RowRun)
+    run.texts = list(cast("list[str]", run.texts))
+    tamper(run)
+    written, held = _written(doc)
+    if valid:
+        check_artifact(written, format="csv", original_size=SIZE)
+    else:
+        with pytest.raises(InvalidArtifact):
+            check_artifact(written, format="csv", original_size=SIZE)
+    assert held is valid
 
 
 def _dict_of(blocks: list[Any], at: int) -> dict[str, Any]:

@@ -256,24 +256,31 @@ class _Pass:
                 orjson.dumps(item)  # raises orjson.JSONEncodeError, as dumps of the whole artifact would
             numbers = item.numbers[done : done + m]
             ids = run_ids(item.prefix, numbers)
-            parts.append(_Part(item, item.blocks(done, done + m, ids), numbers, ids))
+            parts.append(_Part(item, item.blocks(done, done + m, ids), numbers, ids, done))
             self.run_done[id(item)] = done + m
             i += m
         return parts
 
     def _blocks_hold(self, blocks: list[Any], parts: list[_Part] | None) -> bool:
-        typed = _convert(blocks, _BLOCKS)
-        if typed is None or parts is None:
-            return fast.blocks_hold(typed, self.ids, self.bounds, self.runs)
-        at = 0
+        if parts is None:
+            return fast.blocks_hold(_convert(blocks, _BLOCKS), self.ids, self.bounds, self.runs)
         for part in parts:
-            some = typed[at : at + len(part.blocks)]
-            at += len(part.blocks)
-            if part.run is None:
-                held = fast.blocks_hold(some, self.ids, self.bounds, self.runs)
-            else:
+            run = part.run
+            if run is None:
+                held = fast.blocks_hold(_convert(part.blocks, _BLOCKS), self.ids, self.bounds, self.runs)
+            else:  # a run's blocks: the first converted stands for what they share (fast.run_blocks_hold)
+                lo, hi = part.at, part.at + len(part.blocks)
                 held = fast.run_blocks_hold(
-                    some, part.run.prefix, part.numbers, part.ids, self.ids, self.runs, self.bounds
+                    _convert(part.blocks[:1], _BLOCKS),
+                    part.blocks,
+                    self.ids,
+                    self.runs,
+                    self.bounds,
+                    prefix=run.prefix,
+                    numbers=part.numbers,
+                    ids=part.ids,
+                    rows=run.rows[lo:hi],
+                    lines=None if run.lines is None else (run.lines[0][lo:hi], run.lines[1][lo:hi]),
                 )
             if not held:
                 return False
@@ -291,6 +298,7 @@ class _Part:
     blocks: list[Any]
     numbers: Sequence[int] = ()
     ids: list[str] = dataclasses.field(default_factory=list)
+    at: int = 0  # the run's index of the first of ``blocks``
 
 
 def _convert(value: Any, kind: Any) -> Any:

@@ -14,13 +14,17 @@ from typing import Any, Final
 from shared.artifact import cells
 from shared.artifact.check import MISSING, ROW_CHUNK
 from shared.artifact.row_runs import RunIds
-from shared.artifact.rules import PAIRS
+from shared.artifact.rules import PAIRS, Pair
 from shared.contract import INT64_MAX, INT64_MIN, MAX_NESTING
 
 _NO_PARENT: Final = object()  # stands for a parent left out: always among the ids seen
 _GET_ID: Final = itemgetter("id")
 _GET_LOCATOR: Final = itemgetter("locator")
+_GET_TEXT: Final = itemgetter("text")
 _INT: Final = frozenset({int})
+_STR: Final = frozenset({str})
+_ROWS_PAIR: Final = next(p for p in PAIRS if p.start == "row_start")
+_LINES_PAIR: Final = next(p for p in PAIRS if p.start == "line_start")
 # The values a free object may hold as they are: decoded bytes hold nothing else; a built artifact's free objects
 # (which ``built`` hands over as the module made them) may, and orjson writes those otherwise (a tuple, a dataclass)
 _JSON_KINDS: Final = frozenset({dict, list, str, int, float, bool, type(None)})
@@ -121,25 +125,38 @@ def blocks_hold(
     )
 
 
-def run_blocks_hold(  # noqa: PLR0917 (the run's part and the pass's state)
-    chunk: list[Any] | None,
-    prefix: str,
-    numbers: Sequence[int],
-    ids: list[str],
+def run_blocks_hold(
+    first: list[Any] | None,
+    blocks: list[dict[str, Any]],
     seen: set[Any],
     runs: RunIds,
     bounds: dict[str | None, int],
+    *,
+    prefix: str,
+    numbers: Sequence[int],
+    ids: list[str],
+    rows: Sequence[int],
+    lines: tuple[Sequence[int], Sequence[int]] | None,
 ) -> bool:
-    """Blocks made from a row run (``row_runs.RowRun.blocks``; None: not of their type), as ``blocks_hold`` tests
-    blocks, but their ids are kept as the run's numbers in ``runs`` rather than as strings in ``seen``: each id
-    ``prefix + str(k)`` of ``numbers`` (``ids``), none an earlier block's, and no parent."""
-    return chunk is not None and (
-        list(map(_GET_ID, chunk)) == ids
+    """Blocks made from a row run (``row_runs.RowRun.blocks``), as ``blocks_hold`` tests blocks, with what the
+    run's making guarantees: every block is a copy of one template (the same type, section path, keys, attrs,
+    locator head and no parent, the very objects), differing only by its id, text and row numbers (and line pair).
+    So ``first`` (the first block converted to its type; None: it is not) stands for the shared values, and the
+    rest is tested by column: the texts' type, the ids (kept as the run's numbers in ``runs`` rather than as strings
+    in ``seen``: each ``prefix + str(k)`` of ``part.numbers``, none an earlier block's), and each number pair of
+    ``rules.PAIRS`` over the run's own columns (``rows``, ``lines``: the part's stretch of them)."""
+    if first is None or "parent" in first[0] or set(map(type, map(_GET_TEXT, blocks))) != _STR:
+        return False
+    if rows.__class__ is not range and set(map(type, rows)) != _INT:
+        return False
+    return (
+        list(map(_GET_ID, blocks)) == ids
         and seen.isdisjoint(ids)
-        and list(map(dict.get, chunk, repeat("parent"), repeat(_NO_PARENT))).count(_NO_PARENT) == len(chunk)
         and runs.add(prefix, numbers)
-        and _attrs_ok(list(filter(None, map(dict.get, chunk, repeat("attrs")))))
-        and _locators_ok(list(map(_GET_LOCATOR, chunk)), bounds)
+        and _attrs_ok(list(filter(None, [first[0].get("attrs")])))
+        and _locators_ok([first[0]["locator"]], bounds)
+        and _pair_ok(_ROWS_PAIR, rows, rows, bounds)
+        and (lines is None or _pair_ok(_LINES_PAIR, lines[0], lines[1], bounds))
     )
 
 
@@ -220,11 +237,17 @@ def _locators_ok(locs: list[dict[str, Any]], bounds: dict[str | None, int]) -> b
                 return False
             starts = [v for v in starts if v is not MISSING]
             ends = [v for v in ends if v is not MISSING]
-        first = min(starts)
-        if first < pair.unused or max(ends) > bounds[pair.bound] or not all(map(le, starts, ends)):
-            return False
-        # both halves unused, or neither: with start <= end and no start below unused, an unused end has an
-        # unused start, so equal counts mean the same locators
-        if first == pair.unused and starts.count(pair.unused) != ends.count(pair.unused):
+        if not _pair_ok(pair, starts, ends, bounds):
             return False
     return True
+
+
+def _pair_ok(pair: Pair, starts: Sequence[int], ends: Sequence[int], bounds: dict[str | None, int]) -> bool:
+    """One pair over locators that all hold it (``starts[i]``, ``ends[i]``, integers): ``unused`` both, or
+    ``unused < start <= end <= bound``."""
+    first = min(starts)
+    if first < pair.unused or max(ends) > bounds[pair.bound] or not all(map(le, starts, ends)):
+        return False
+    # both halves unused, or neither: with start <= end and no start below unused, an unused end has an
+    # unused start, so equal counts mean the same locators
+    return not (first == pair.unused and starts.count(pair.unused) != ends.count(pair.unused))
