@@ -143,7 +143,7 @@ def run_blocks_hold(
     locator head and no parent, the very objects), differing only by its id, text and row numbers (and line pair).
     So ``first`` (the first block converted to its type; None: it is not) stands for the shared values, and the
     rest is tested by column: the texts' type, the ids (kept as the run's numbers in ``runs`` rather than as strings
-    in ``seen``: each ``prefix + str(k)`` of ``part.numbers``, none an earlier block's), and each number pair of
+    in ``seen``: each ``prefix + str(k)`` of ``numbers``, none an earlier block's), and each number pair of
     ``rules.PAIRS`` over the run's own columns (``rows``, ``lines``: the part's stretch of them)."""
     if first is None or "parent" in first[0] or set(map(type, map(_GET_TEXT, blocks))) != _STR:
         return False
