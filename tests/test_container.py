@@ -183,9 +183,67 @@ def on_port(argv: list[str], port: int) -> list[str]:
     return [a.replace("8790", str(port)) for a in swapped]
 
 
+def compile_as_the_image_does(tree: Path) -> None:
+    """The Dockerfile's bytecode step (its one ``RUN python -m compileall ...``), run in ``tree`` with this python."""
+    steps = [
+        step for word, rest in instructions() if word == "RUN" for step in rest.split("&&") if "compileall" in step
+    ]
+    assert len(steps) == 1, f"expected one compileall step, found {steps}"
+    argv = [sys.executable if a == "python" else a for a in steps[0].split()]
+    subprocess.run(argv, cwd=tree, env=image_env(), check=True, timeout=300)
+
+
+# Imports what the image's processes import (the service, a worker, every format module, the check) and prints the
+# modules of the tree that Python compiled from source rather than loaded from their bytecode.
+_COMPILED_PROBE = """
+import importlib._bootstrap_external as ext, json, os
+compiled = []
+original = ext.SourceLoader.source_to_code
+def recording(self, data, path, *args, **kwargs):
+    compiled.append(os.path.relpath(path))
+    return original(self, data, path, *args, **kwargs)
+ext.SourceLoader.source_to_code = recording
+import importlib
+import extract_fn.__main__, extract_fn.service, extract_fn.workers, shared.artifact.built
+from extract_fn.formats import MODULES
+for name in sorted(set(MODULES.values())):
+    importlib.import_module(name)
+print(json.dumps(sorted(p for p in compiled if not p.startswith(".."))))
+"""
+
+
+def _compiled_at_start(tree: Path) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", _COMPILED_PROBE],
+        cwd=tree,
+        env=image_env(),
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    return list(json.loads(out.stdout))
+
+
+def test_the_image_starts_from_bytecode_compiled_at_its_build(tmp_path: Path) -> None:
+    """With the image's environment (PYTHONDONTWRITEBYTECODE) nothing is compiled once, so without the build's
+    bytecode every process start compiles the sources again; after the Dockerfile's step none is."""
+    tree = image_tree(tmp_path / "app")
+    before = _compiled_at_start(tree)
+    assert "extract_fn/workers.py" in before
+    assert "shared/artifact/built.py" in before
+    assert _compiled_at_start(tree) == before  # nothing was written: each start compiles again
+    compile_as_the_image_does(tree)
+    assert _compiled_at_start(tree) == []
+    os.utime(tree / "extract_fn" / "workers.py", (1, 1))  # checked-hash: a file's time does not matter
+    assert _compiled_at_start(tree) == []
+
+
 @pytest.fixture(scope="module")
 def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return image_tree(tmp_path_factory.mktemp("image") / "app")
+    tree = image_tree(tmp_path_factory.mktemp("image") / "app")
+    compile_as_the_image_does(tree)
+    return tree
 
 
 @pytest.fixture(scope="module")
