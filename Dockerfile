@@ -30,7 +30,7 @@ COPY extract_fn/ extract_fn/
 
 # Their bytecode, compiled once here (checked-hash: valid whatever the files' times). The code is read-only at run
 # time and PYTHONDONTWRITEBYTECODE is set, so without it the service and every worker it starts would compile these
-# sources again at each start: 60-100 ms of CPU a process (benchmarks/README.md, "Bytecode"). Then a user of its
+# sources again at each start: 50-170 ms of CPU a process (benchmarks/README.md, "Bytecode"). Then a user of its
 # own, without a home or a shell; the code is root's and read-only to it.
 RUN python -m compileall -q --invalidation-mode checked-hash shared extract_fn \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin extractor

@@ -422,7 +422,7 @@ def concurrency_table(clients_list: list[int], per_client: int) -> list[str]:
 
 def compile_bytecode() -> None:
     """Our packages' bytecode, as a deployment has it (the Dockerfile's compileall step): without it a process in an
-    environment that sets PYTHONDONTWRITEBYTECODE (this one, the image) compiles every module at each start, 60-100
+    environment that sets PYTHONDONTWRITEBYTECODE (this one, the image) compiles every module at each start, 50-170
     ms of CPU that the cold CLI would count and Kreuzberg's installed package never pays."""
     for package in ("extract_fn", "shared"):
         compileall.compile_dir(ROOT / package, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
