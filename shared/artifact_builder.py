@@ -21,9 +21,8 @@ from shared.artifact.row_runs import (
     RowRun,
     RunIds,
     compacting,
-    row_block_dicts,
+    row_blocks,
     row_blocks_json_len,
-    row_locators,
     run_ids,
     runnable,
 )
@@ -853,26 +852,16 @@ class ArtifactBuilder:
         # Locators in the key order tabular artifacts have always had: line, page, sheet, row; the locators and
         # blocks are key-sharing dicts (see ``row_runs``), about half a literal's memory, made now unless the rows are
         # kept as a run (then only if ``fit`` reads them: it measures a run's JSON by column).
-        make = functools.partial(_row_blocks, ids, kept_texts, rows, lines, head, parent, path, block_attrs)
+        args = (ids, kept_texts, rows, lines, head)
+        kwargs: dict[str, Any] = {"parent": parent, "path": path, "keys": [], "attrs": block_attrs}
+        make = functools.partial(row_blocks, *args, **kwargs)
         blocks: list[dict[str, Any]] = [] if compact else make()
 
         taken = n
         count = len(kept_texts)
         if fit is not None:
             if compact:  # measured by column, the dicts made only if fit reads them
-                json_len = functools.partial(
-                    row_blocks_json_len,
-                    ids,
-                    kept_texts,
-                    rows,
-                    lines,
-                    head,
-                    parent=parent,
-                    path=path,
-                    keys=[],
-                    attrs=block_attrs,
-                )
-                offered = OfferedBlocks(n, kept_idx, make, json_len)
+                offered = OfferedBlocks(n, kept_idx, make, functools.partial(row_blocks_json_len, *args, **kwargs))
             else:
                 offered = OfferedBlocks(
                     n, kept_idx, functools.partial(list, blocks), functools.partial(_json_length, blocks)
@@ -1020,20 +1009,6 @@ class ArtifactBuilder:
         if self.tables:
             artifact["tables"] = self.tables
         return artifact
-
-
-def _row_blocks(  # noqa: PLR0917 (add_row_blocks' values, bound by functools.partial)
-    ids: Sequence[str],
-    texts: Sequence[str],
-    rows: Sequence[int],
-    lines: Sequence[tuple[int, int]] | None,
-    head: dict[str, Any],
-    parent: str | None,
-    path: list[str],
-    attrs: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """``add_row_blocks``' block dicts (``row_runs.row_block_dicts`` of the rows' locators)."""
-    return row_block_dicts(ids, texts, row_locators(rows, lines, head), parent=parent, path=path, keys=[], attrs=attrs)
 
 
 def _json_length(value: Any) -> int:

@@ -16,14 +16,13 @@ import orjson
 import pytest
 
 from shared.artifact import Artifact, validate_artifact
+from shared.artifact.row_runs import row_block_dicts, row_locators
 from shared.artifact_builder import (
     ArtifactBuilder,
     clean_str,
     json_safe_number,
     line_char_locator,
     make_locator,
-    row_block_dicts,
-    row_locators,
     serialize,
 )
 from shared.contract import (

@@ -141,6 +141,24 @@ def row_block_dicts(
     return out
 
 
+def row_blocks(
+    ids: Sequence[str],
+    texts: Sequence[str],
+    rows: Sequence[int],
+    lines: Iterable[tuple[int, int]] | None,
+    head: dict[str, Any],
+    *,
+    parent: str | None,
+    path: list[str],
+    keys: list[str],
+    attrs: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The row blocks of ``rows``: ``row_block_dicts`` of the locators ``row_locators`` makes of them, their line
+    pairs and ``head``."""
+    locs = row_locators(rows, lines, head)
+    return row_block_dicts(ids, texts, locs, parent=parent, path=path, keys=keys, attrs=attrs)
+
+
 def row_blocks_json_len(
     ids: Sequence[str],
     texts: Sequence[str],
@@ -153,21 +171,15 @@ def row_blocks_json_len(
     keys: list[str],
     attrs: dict[str, Any],
 ) -> int:
-    """``len(orjson.dumps(row_block_dicts(ids, texts, row_locators(rows, lines, head), ...)))`` without making the
-    dicts: one block's JSON (of an empty id and text and zero numbers) plus, by column, what each row's id, text and
-    numbers add to it (each column's list serialized once: ``len(dumps(xs))`` is the items' lengths, their commas
-    and the brackets). The rows and line pairs are ints (``add_row_blocks`` checked them)."""
+    """``len(orjson.dumps(row_blocks(...)))`` of the same arguments, without making the dicts: one block's JSON (of
+    an empty id and text and zero numbers) plus, by column, what each row's id, text and numbers add to it (each
+    column's list serialized once: ``len(dumps(xs))`` is the items' lengths, their commas and the brackets). The
+    rows and line pairs are ints (``add_row_blocks`` checked them)."""
     n = len(ids)
     if n == 0:
         return 2  # []
-    one = row_block_dicts(
-        [""],
-        [""],
-        row_locators([0], None if lines is None else [(0, 0)], head),
-        parent=parent,
-        path=path,
-        keys=keys,
-        attrs=attrs,
+    one = row_blocks(
+        [""], [""], [0], None if lines is None else [(0, 0)], head, parent=parent, path=path, keys=keys, attrs=attrs
     )
     base = len(orjson.dumps(one[0]))  # with "" twice (2 characters each) and 0 as each number (1 each)
     extra = (_json_list_len(ids) - n - 1 - 2 * n) + (_json_list_len(texts) - n - 1 - 2 * n)
@@ -268,13 +280,22 @@ class RowRun:
     def blocks(self, lo: int, hi: int, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Blocks ``lo..hi-1`` of the run, given their ids (``run_ids(prefix, numbers[lo:hi])``)."""
         lines = zip(self.lines[0][lo:hi], self.lines[1][lo:hi], strict=True) if self.lines is not None else None
-        locs = row_locators(self.rows[lo:hi], lines, self.head)
         texts = (
             self.texts[lo:hi]
             if self.texts is not None
             else cast("Callable[[int, int], Sequence[str]]", self.remake)(lo, hi)
         )
-        return row_block_dicts(ids, texts, locs, parent=None, path=self.path, keys=self.keys, attrs=self.attrs)
+        return row_blocks(
+            ids,
+            texts,
+            self.rows[lo:hi],
+            lines,
+            self.head,
+            parent=None,
+            path=self.path,
+            keys=self.keys,
+            attrs=self.attrs,
+        )
 
 
 def runnable(prefix: str) -> bool:
