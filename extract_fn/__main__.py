@@ -147,7 +147,14 @@ def extract(path: str, fmt: str, name: str | None, encoding: str | None, sql_dia
         return EXIT_EXTRACTION_ERROR
     except OSError as exc:
         return _fail(f"cannot read {path}: {exc.strerror or exc}")
-    out.write(raw + b"\n")
+    if isinstance(raw, bytes):
+        out.write(raw + b"\n")
+    else:  # a big artifact, in the child's reply file: sent as it is
+        try:
+            raw.write_to(out)
+        finally:
+            raw.close()
+        out.write(b"\n")
     out.flush()
     return EXIT_OK
 

@@ -305,3 +305,47 @@ def test_cli_with_no_memory_limit(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert orjson.loads(out.stdout)["blocks"][0]["text"] == "hello"
+
+
+def test_a_big_artifact_reaches_stdout_whole_from_the_childs_reply_file(tmp_path: Path) -> None:
+    """Past ``_REPLY_IN_MEMORY`` the child writes the artifact into a reply file the CLI sends to its stdout as it is
+    (``sendfile``; in chunks where stdout takes none, as an O_APPEND file): the same bytes, one line, on a pipe, a
+    file and a file opened for appending."""
+    from extract_fn import workers
+
+    f = tmp_path / "big.txt"
+    f.write_bytes(b"".join(b"paragraph %d of a file with many of them\n\n" % i for i in range(60_000)))
+    cmd = [sys.executable, "-m", "extract_fn", "extract", str(f), "--format", "text"]
+    spool = tmp_path / "tmp"  # where the reply file is made: nothing is left there
+    spool.mkdir()
+    env = _env(TMPDIR=str(spool))
+    piped = subprocess.run(cmd, capture_output=True, cwd=ROOT, env=env, timeout=120, check=False)
+    assert piped.returncode == 0, piped.stderr
+    assert len(piped.stdout) > workers._REPLY_IN_MEMORY
+    assert piped.stdout.endswith(b"}\n")
+    assert piped.stdout.count(b"\n") == 1
+    artifact = piped.stdout[:-1]
+    validate_artifact(artifact, format="text", original_size=f.stat().st_size)
+    for mode, before in (("wb", b""), ("ab", b"already here\n")):
+        target = tmp_path / f"out-{mode}"
+        target.write_bytes(before)
+        with target.open(mode) as out:
+            done = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, cwd=ROOT, env=env, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert target.read_bytes() == before + piped.stdout
+    assert os.listdir(spool) == []
+
+
+def test_a_big_artifact_reaches_a_stdout_without_a_descriptor(
+    capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path
+) -> None:
+    """In process, with stdout a Python object (no descriptor to ``sendfile`` to), the reply file is copied."""
+    from extract_fn import workers
+
+    f = tmp_path / "big.txt"
+    f.write_bytes(b"".join(b"paragraph %d of a file with many of them\n\n" % i for i in range(60_000)))
+    code, out, _ = _main(capsysbinary, "extract", str(f), "--format", "text")
+    assert code == 0
+    assert len(out) > workers._REPLY_IN_MEMORY
+    assert out.endswith(b"}\n")
+    validate_artifact(out[:-1], format="text", original_size=f.stat().st_size)

@@ -412,11 +412,19 @@ def _many_lines(n: int) -> bytes:
 def _big_reply(duo: WorkerPool, forked: bool, extractor: str, data: bytes) -> bytes | SpooledReply:
     """The reply of ``tests.hostile_extractors:<extractor>`` from the pool's worker or the CLI's fork, with a 64 MiB
     output limit. The fork has no memory limit: it inherits this test process's heap, whose size depends on the tests
-    run before."""
+    run before. The fork's reply past ``_REPLY_IN_MEMORY`` is the file its child wrote (never copied by the parent),
+    a smaller one its bytes."""
     if forked:
-        return run_forked(
+        reply = run_forked(
             H + extractor, data, _request(), timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=64 * MIB
         )
+        assert isinstance(reply, SpooledReply) == (len(reply) > workers._REPLY_IN_MEMORY)
+        if isinstance(reply, SpooledReply):
+            try:
+                return reply.read_all()
+            finally:
+                reply.close()
+        return reply
     return duo.run_sync(H + extractor, data, _request())
 
 
@@ -429,6 +437,33 @@ def test_a_big_artifact_leaves_the_worker_as_orjson_writes_it(duo: WorkerPool, f
     expected["attrs"]["pid"] = orjson.loads(raw)["attrs"]["pid"]
     assert raw == orjson.dumps(expected)
     assert len(raw) > workers._REPLY_IN_MEMORY
+
+
+@pytest.mark.parametrize("o_tmpfile", [True, False], ids=["O_TMPFILE", "mkstemp"])
+def test_run_forked_leaves_no_reply_file_behind(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, o_tmpfile: bool
+) -> None:
+    """The fork's reply file has no name (``O_TMPFILE``), or is removed at once where the file system has none:
+    the temporary directory holds nothing during or after the extraction, and the reply is whole."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    if not o_tmpfile:
+        monkeypatch.delattr(os, "O_TMPFILE")
+    data = _many_lines(60_000)
+    reply = run_forked(
+        H + "echo", data, _request(), timeout_s=GENEROUS_S, memory_limit_bytes=None, max_output_bytes=64 * MIB
+    )
+    assert isinstance(reply, SpooledReply)
+    try:
+        assert os.listdir(tmp_path) == []
+        raw = reply.read_all()
+    finally:
+        reply.close()
+    expected = echo(data, _request(max_output_bytes=64 * MIB))
+    expected["attrs"]["pid"] = orjson.loads(raw)["attrs"]["pid"]
+    assert raw == orjson.dumps(expected)
 
 
 def test_a_big_invalid_artifact_is_reported_from_its_bytes(duo: WorkerPool) -> None:
