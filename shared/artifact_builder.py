@@ -17,6 +17,7 @@ from typing import Any, Final, cast, overload
 
 import orjson
 
+from shared.artifact.column_rows import ColumnRows, rows_of
 from shared.artifact.row_runs import (
     RowRun,
     RunIds,
@@ -144,7 +145,7 @@ _not_none: Final = functools.partial(operator.is_not, None)
 _TEXT_OR_NULL: Final = frozenset({str, _NONE_TYPE})
 
 
-def _column_clean(column: tuple[Any, ...]) -> bool:
+def _column_clean(column: Sequence[Any]) -> bool:
     """Whether ``_clean_cell`` would return every value of the column unchanged, decided at C speed (``map``,
     ``min``, ``sum``) for columns of strings, ints, floats, bools and nulls (one class or several, as a workbook's
     number column of ints and exact-digit strings); False (the caller cleans cell by cell) for anything else."""
@@ -167,7 +168,7 @@ _FREE_CELL_CLASSES: Final = frozenset({_NONE_TYPE, bool})  # need no cleaning
 _PLAIN_CELL_CLASSES: Final = frozenset({str, int, float})
 
 
-def _values_clean(cls: type, values: Iterable[Any], whole: tuple[Any, ...] | None) -> bool:
+def _values_clean(cls: type, values: Iterable[Any], whole: Sequence[Any] | None) -> bool:
     """Whether values all of class ``cls`` need no cleaning (``whole``: the same values as a tuple, when they are)."""
     if cls is str:
         return all(map(str.isascii, values))
@@ -928,6 +929,49 @@ class ArtifactBuilder:
         table whose cells need nothing (the usual case) keeps its row lists as they are (checked a column at a
         time, see ``_rows_clean``), so do not mutate them afterwards.
         """
+        table_id, cols = self._table_head(columns, header_rows, id)
+        width = len(cols)
+        if not _rows_clean(rows, width):
+            clean = _clean_cell
+            for i, row in enumerate(rows):
+                if len(row) != width:
+                    raise ValueError(f"table {name!r} row {i} has {len(row)} values for {width} columns")
+                rows[i] = [clean(v) for v in row]
+        return self._put_table(
+            table_id, name, cols=cols, rows=rows, header_rows=header_rows, locator=locator, attrs=attrs
+        )
+
+    def add_table_columns(
+        self,
+        name: str,
+        columns: Sequence[tuple[str, str]],
+        values: Sequence[Sequence[Any]],
+        n_rows: int,
+        *,
+        header_rows: int = 1,
+        locator: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | None = None,
+        id: str | None = None,
+    ) -> str:
+        """``add_table`` of the ``n_rows`` rows whose cells ``values`` holds by column (``values[j][i]`` is row
+        ``i``'s cell ``j``): each column checked and cleaned as it is, never transposed, and copied (the caller may
+        reuse its lists). In the worker the table's ``rows`` is a ``ColumnRows`` of them (``column_rows``); anywhere
+        else the row lists ``add_table`` would keep."""
+        table_id, cols = self._table_head(columns, header_rows, id)
+        if len(values) != len(cols) or any(len(v) != n_rows for v in values):
+            raise ValueError(f"table {name!r} needs {len(cols)} columns of {n_rows} values")
+        cells = [tuple(v) if _column_clean(v) else tuple(map(_clean_cell, v)) for v in values]
+        rows: ColumnRows | list[list[Any]] = (
+            ColumnRows(cells, n_rows) if self._compact else list(map(list, rows_of(cells, n_rows)))
+        )
+        return self._put_table(
+            table_id, name, cols=cols, rows=rows, header_rows=header_rows, locator=locator, attrs=attrs
+        )
+
+    def _table_head(
+        self, columns: Sequence[tuple[str, str]], header_rows: int, id: str | None
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """A new table's id and its columns, checked."""
         table_id = id if id is not None else f"t{len(self.tables)}"
         if not table_id or table_id in self._table_ids:
             raise ValueError(f"table id {table_id!r} is empty or not unique")
@@ -941,13 +985,20 @@ class ArtifactBuilder:
             if col_type not in COLUMN_TYPES:
                 raise ValueError(f"column type {col_type!r} is not one of the contract's")
             cols.append({"name": clean_str(col_name)[:MAX_COLUMN_NAME_CHARS], "type": col_type})
+        return table_id, cols
+
+    def _put_table(
+        self,
+        table_id: str,
+        name: str,
+        *,
+        cols: list[dict[str, Any]],
+        rows: ColumnRows | list[list[Any]],
+        header_rows: int,
+        locator: dict[str, Any] | None,
+        attrs: dict[str, Any] | None,
+    ) -> str:
         width = len(cols)
-        if not _rows_clean(rows, width):
-            clean = _clean_cell
-            for i, row in enumerate(rows):
-                if len(row) != width:
-                    raise ValueError(f"table {name!r} row {i} has {len(row)} values for {width} columns")
-                rows[i] = [clean(v) for v in row]
         table: dict[str, Any] = {
             "id": table_id,
             "name": clean_str(name),

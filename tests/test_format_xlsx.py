@@ -436,14 +436,17 @@ def test_the_workbook_heap_is_given_back_once_the_last_sheet_is_read(monkeypatch
     data = save(wb)
 
     tables_made: list[str] = []
-    real_add_table = ArtifactBuilder.add_table
 
-    def add_table(self: ArtifactBuilder, *args: Any, **kw: Any) -> str:
-        tables_made.append(kw.get("name", args[0] if args else ""))
-        return real_add_table(self, *args, **kw)
+    def counted(real: Any) -> Any:
+        def add(self: ArtifactBuilder, *args: Any, **kw: Any) -> str:
+            tables_made.append(kw.get("name", args[0] if args else ""))
+            return str(real(self, *args, **kw))
+
+        return add
 
     tables_at_release: list[int] = []
-    monkeypatch.setattr(ArtifactBuilder, "add_table", add_table)
+    monkeypatch.setattr(ArtifactBuilder, "add_table", counted(ArtifactBuilder.add_table))
+    monkeypatch.setattr(ArtifactBuilder, "add_table_columns", counted(ArtifactBuilder.add_table_columns))
     monkeypatch.setattr(extract_fn.buffering, "release_memory", lambda: tables_at_release.append(len(tables_made)))
     small = run(data)
     assert tables_at_release == []  # a small file: not asked

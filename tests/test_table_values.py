@@ -262,7 +262,8 @@ def _streamed(max_bytes: int, n_rows: int, batch: int) -> tuple[dict[str, Any], 
     )
     for lo in range(0, n_rows, batch):
         rows = [[i, f"value {i}"] for i in range(lo, min(lo + batch, n_rows))]
-        if not stream.push(rows, [row_text(names, r) for r in rows]):
+        cells = [[r[0] for r in rows], [r[1] for r in rows]]
+        if not stream.push(cells, len(rows), [row_text(names, r) for r in rows]):
             break
     _, kept = stream.finish(table_locator=locator)
     b.coverage(total=n_rows, extracted=kept)
@@ -283,12 +284,12 @@ def test_a_streamed_table_says_when_the_budget_is_spent() -> None:
     b = ArtifactBuilder("csv", parser="t", parser_version="1", unit="rows")
     budget = OutputBudget(60_000, reserve_for(BudgetKind.TABLE, 60_000, LIMITS))
     stream = TableStream(b, budget, name="t", columns=[("s", "string")], first_row=1, header_rows=0, table_locator={})
-    rows = [["x" * 50] for _ in range(600)]
+    cells = [["x" * 50] * 600]
     pushes = 0
-    while stream.push(rows, ["s: " + "x" * 50] * 600):
+    while stream.push(cells, 600, ["s: " + "x" * 50] * 600):
         pushes += 1
         assert pushes < 100
-    assert stream.push(rows, ["s: " + "x" * 50] * 600) is False  # and stays spent
+    assert stream.push(cells, 600, ["s: " + "x" * 50] * 600) is False  # and stays spent
     _, kept = stream.finish(table_locator={})
     assert 0 < kept < 600 * (pushes + 1)
     assert len(b.blocks) == kept

@@ -75,7 +75,13 @@ def answer(path: Path, fmt: str, encoding: str | None, settings: Settings) -> st
         )
     except ExtractionError as exc:
         return f"{exc.code.value}: {exc.message}"
-    return hashlib.sha256(raw).hexdigest()
+    if isinstance(raw, bytes):
+        return hashlib.sha256(raw).hexdigest()
+    try:  # a big artifact: the child's reply file
+        raw.file.seek(0)
+        return hashlib.file_digest(raw.file, "sha256").hexdigest()
+    finally:
+        raw.close()
 
 
 def snapshot(out: Path, corpus: Path, extra: list[Path], only: str | None) -> None:

@@ -37,13 +37,13 @@ import re
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, cast, overload
 
 from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.frame import FormatContext, format_module, release_heap
 from extract_fn.formats.output_budget import BudgetKind, output_budget
-from extract_fn.formats.table_values import add_table, infer_text_column, report_cut, respelled_rows
+from extract_fn.formats.table_values import Columns, add_table, infer_text_column, report_cut, respelled_rows
 from extract_fn.text_decoding import decode_text, refuse_wide_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import ErrorCode, ExtractionError
@@ -212,9 +212,9 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     long_rows = [i + 2 for i, r in enumerate(records) if len(r) > len(header)] if ragged else []
 
     # Columns of raw text (None past a short record's end), typed one column at a time (each raw column dropped once
-    # typed); the typed values then replace each record's own, so the records' lists are the table's rows (no second
-    # list a row, and none freed to leave holes in the heap). Row-block texts are the source's spelling: kept for the
-    # rows a typed value of which reads otherwise ("+5", "TRUE", 1e-05); the others are made from the typed rows.
+    # typed); the typed columns are the table's rows (``Columns``, below). Row-block texts are the source's spelling:
+    # kept for the rows a typed value of which reads otherwise ("+5", "TRUE", 1e-05); the others are made from the
+    # typed values.
     raw_columns: list[list[str | None] | None] = []
     for j in range(width):
         if not short_rows and not long_rows:
@@ -222,7 +222,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         else:
             raw_columns.append([r[j] if j < len(r) else None for r in records])
     types: list[str] = []
-    typed_columns: list[list[Any]] = []
+    typed_columns: list[Sequence[Any]] = []
     respelled: set[int] = set()  # rows a typed value of which reads otherwise than the source spells it
     for j, col in enumerate(raw_columns):
         raw_columns[j] = None
@@ -240,10 +240,9 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     elif respelled:
         order = sorted(respelled)
         kept_texts = dict(zip(order, _row_texts(names, [records[i] for i in order]), strict=True))
-    rows: list[list[Any]] = records
-    if width:
-        for record, typed_row in zip(rows, zip(*typed_columns, strict=True), strict=True):
-            record[:] = typed_row
+    # The table's rows stay its typed columns (``Columns``): the builder checks and keeps them by column, and no
+    # list is made a row (the records go now).
+    rows = Columns(typed_columns, len(records))
     del records, typed_columns
     release_heap(size)
 

@@ -714,10 +714,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             n = batch.num_rows
             seen += n
             columns = [conv(batch.column(i), names[i], notes) for i, (_, conv) in enumerate(convs)]
-            if columns:
-                more = stream.push(list(map(list, zip(*columns, strict=True))), _batch_texts(batch, columns, prefixes))
-            else:
-                more = stream.push([[] for _ in range(n)], [""] * n)
+            more = stream.push(columns, n, _batch_texts(batch, columns, prefixes) if columns else [""] * n)
             del columns
             approx += batch.nbytes + n * (120 + 8 * len(names))
             if not more or approx > budget_bytes:

@@ -28,7 +28,7 @@ import itertools
 import math
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final, cast
@@ -36,6 +36,7 @@ from typing import Any, Final, cast
 import orjson
 
 from extract_fn.formats.output_budget import OutputBudget
+from shared.artifact.column_rows import rows_json_len, rows_of
 from shared.artifact_builder import ArtifactBuilder, OfferedBlocks, clean_value
 from shared.contract import (
     INT64_MAX,
@@ -400,13 +401,19 @@ _FORMAT_CLASSES: Final = frozenset({str, int, float})  # ``str.format`` writes t
 _BOOL_TEXT: Final = {True: "true", False: "false"}
 
 
-def _chunk_texts(prefixes: Sequence[str], template: Callable[..., str], chunk: Sequence[list[Any]]) -> list[str]:
+def _chunk_texts(
+    prefixes: Sequence[str], template: Callable[..., str], chunk: Sequence[list[Any]] | Columns
+) -> list[str]:
     """``_prefixed_text`` of each row. A chunk whose columns each hold only strings, ints and floats, or only bools
     (no nulls, no errors), by ``template`` (``name: {} | name: {}``) mapped over its columns: one ``str.format``
     call a row, in C, instead of a concatenation per cell and a join."""
-    if chunk and prefixes and set(map(len, chunk)) == {len(prefixes)}:
+    if chunk.__class__ is Columns:
+        cells: Iterable[Sequence[Any]] | None = chunk.cells
+    else:
+        cells = zip(*chunk, strict=True) if chunk and set(map(len, chunk)) == {len(prefixes)} else None
+    if chunk and prefixes and cells is not None:
         columns: list[Iterable[Any]] = []
-        for column in zip(*chunk, strict=True):
+        for column in cells:
             classes = set(map(type, column))
             if classes <= _FORMAT_CLASSES:
                 columns.append(column)
@@ -427,7 +434,7 @@ class _ChunkTexts:
 
     prefixes: Sequence[str]
     template: Callable[..., str]
-    chunk: Sequence[list[Any]]
+    chunk: Sequence[list[Any]] | Columns
     offset: int
     respelled: Mapping[int, str]
 
@@ -455,16 +462,38 @@ class RowBlockSpec:
 CHUNK_ROWS: Final = 512
 
 
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Rows as a columnar source holds them: ``cells[j][i]`` is row ``i``'s cell ``j`` (``n`` rows, each column as
+    long). :func:`fit_rows` measures them by column (``column_rows.rows_json_len``) and :class:`TableStream` hands
+    them to ``ArtifactBuilder.add_table_columns``: no list is made a row."""
+
+    cells: list[Sequence[Any]]
+    n: int
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, rows: slice) -> Columns:
+        lo, hi, _ = rows.indices(self.n)
+        return Columns([c[lo:hi] for c in self.cells], max(hi - lo, 0))
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        return map(list, rows_of(self.cells, self.n))
+
+
 def _json_len(rows: Any) -> int:
-    """Bytes of table rows as JSON. orjson refuses a lone surrogate (a CSV decoded as UTF-7 can hold one): such rows
-    are measured as the builder's ``add_table`` will clean them."""
+    """Bytes of table rows as JSON (``Columns`` measured by column). orjson refuses a lone surrogate (a CSV decoded
+    as UTF-7 can hold one): such rows are measured as the builder's ``add_table`` will clean them."""
     try:
+        if rows.__class__ is Columns:
+            return rows_json_len(rows.cells, rows.n)
         return len(orjson.dumps(rows))
     except TypeError:
-        return len(orjson.dumps(clean_value(rows)))
+        return len(orjson.dumps(clean_value(list(rows) if rows.__class__ is Columns else rows)))
 
 
-def _within(budget: OutputBudget, chunk: Sequence[list[Any]]) -> Callable[[OfferedBlocks], int]:
+def _within(budget: OutputBudget, chunk: Sequence[list[Any]] | Columns) -> Callable[[OfferedBlocks], int]:
     """``ArtifactBuilder.add_row_blocks``'s ``fit`` for one chunk of rows: how many of them fit ``budget``, rows and
     row blocks measured by their JSON's length (the whole chunk at once, the blocks by column; row by row only when
     it crosses the budget)."""
@@ -491,7 +520,7 @@ def fit_rows(
     builder: ArtifactBuilder,
     budget: OutputBudget,
     spec: RowBlockSpec,
-    rows: Sequence[list[Any]],
+    rows: Sequence[list[Any]] | Columns,
     first_row: int,
     *,
     lines: Sequence[tuple[int, int]] | None = None,
@@ -508,6 +537,7 @@ def fit_rows(
     ``texts``, ``respelled[i]`` is row ``i``'s text where the source has one the typed values do not give (a CSV
     cell ``"+5"``), and every other row's is made from its values. ``index`` is
     ``rows[0]``'s place among the table's rows when ``rows`` is a later part of them (:class:`TableStream`).
+    ``rows`` may be ``Columns``.
     """
     prefixes = [f"{n}: " for n in spec.names]
     template = " | ".join(p.replace("{", "{{").replace("}", "}}") + "{}" for p in prefixes).format
@@ -546,7 +576,7 @@ def add_table(
     *,
     name: str,
     columns: list[tuple[str, str]],
-    rows: Sequence[list[Any]],
+    rows: Sequence[list[Any]] | Columns,
     first_row: int,
     header_rows: int,
     table_locator: dict[str, Any],
@@ -559,19 +589,29 @@ def add_table(
 ) -> tuple[str, int]:
     """Add one table and its row blocks within the budget; return (table id, rows kept).
 
-    ``rows[i]`` is the source's row ``first_row + i``; ``lines``, ``texts`` and ``respelled`` are as
-    :func:`fit_rows` takes them.
+    ``rows[i]`` is the source's row ``first_row + i`` (``Columns``: the rows by column, added with
+    ``ArtifactBuilder.add_table_columns``); ``lines``, ``texts`` and ``respelled`` are as :func:`fit_rows` takes
+    them.
     """
     table_id = f"t{len(builder.tables)}"
     if len(columns) > MAX_COLUMNS:  # the contract's bound: keep the first ones and say what was left out
         n = len(columns)
         columns = columns[:MAX_COLUMNS]
-        rows = [r[:MAX_COLUMNS] for r in rows]
+        if rows.__class__ is Columns:
+            rows = Columns(rows.cells[:MAX_COLUMNS], len(rows))
+        else:
+            rows = [r[:MAX_COLUMNS] for r in rows]
         builder.warn(f"table {name!r} has {n} columns; only the first {MAX_COLUMNS} are in the table")
         builder.fail(f"table {name!r} columns {MAX_COLUMNS + 1}-{n}", f"past the contract's {MAX_COLUMNS} columns")
     budget.require(len(orjson.dumps([columns, attrs or {}, table_locator, name])) + 128, f"table {name!r}")
     spec = RowBlockSpec(table_id, [c[0] for c in columns], section_path or [], sheet)
     kept = fit_rows(builder, budget, spec, rows, first_row, lines=lines, texts=texts, respelled=respelled)
+    if rows.__class__ is Columns:
+        kept_cells = (rows if kept == len(rows) else rows[:kept]).cells
+        builder.add_table_columns(
+            name, columns, kept_cells, kept, header_rows=header_rows, locator=table_locator, attrs=attrs, id=table_id
+        )
+        return table_id, kept
     kept_rows = rows if kept == len(rows) else rows[:kept]
     builder.add_table(
         name,
@@ -624,44 +664,52 @@ class TableStream:
         self.header_cost = self._header_cost(table_locator, attrs)
         budget.require(self.header_cost, f"table {name!r}")
         self.spec = RowBlockSpec(self.table_id, [c[0] for c in self.columns], section_path or [], sheet)
-        self.kept: list[list[Any]] = []  # rows measured and kept
-        self.pending: list[list[Any]] = []  # rows not yet measured (less than a chunk)
+        self.kept: list[Columns] = []  # rows measured and kept, as the chunks they were measured in
+        self.pending: list[list[Any]] = [[] for _ in self.columns]  # each column's cells not yet measured
+        self.pending_n = 0  # how many rows they hold (less than a chunk's)
         self.pending_texts: list[str | None] = []
         self.done = False  # the budget is spent: later rows are not kept
 
     def _header_cost(self, table_locator: dict[str, Any], attrs: dict[str, Any] | None) -> int:
         return len(orjson.dumps([self.columns, attrs or {}, table_locator, self.name])) + 128
 
-    def push(self, rows: list[list[Any]], texts: Sequence[str | None]) -> bool:
-        """Take the next rows (``texts[i]`` row ``i``'s block text, as :func:`fit_rows`); False once the budget is
-        spent (these rows and any later ones are not all kept)."""
+    def push(self, cells: Sequence[Sequence[Any]], n: int, texts: Sequence[str | None]) -> bool:
+        """Take the next ``n`` rows, given by column (``cells[j][i]`` is row ``i``'s cell ``j``, one column for each
+        of the table's; ``texts[i]`` row ``i``'s block text, as :func:`fit_rows`); False once the budget is spent
+        (these rows and any later ones are not all kept)."""
         if self.done:
             return False
-        if self.wide:
-            rows = [r[:MAX_COLUMNS] for r in rows]
-        self.pending.extend(rows)
+        if len(cells) != len(self.all_columns) or any(len(c) != n for c in cells) or len(texts) != n:
+            raise ValueError(f"a batch needs {len(self.all_columns)} columns of {n} values and {n} texts")
+        for pending, column in zip(self.pending, cells, strict=False):  # past MAX_COLUMNS: left out
+            pending.extend(column)
+        self.pending_n += n
         self.pending_texts.extend(texts)
-        if len(self.pending) >= CHUNK_ROWS:
-            whole = len(self.pending) - len(self.pending) % CHUNK_ROWS
-            self._fit(whole)
+        if self.pending_n >= CHUNK_ROWS:
+            self._fit(self.pending_n - self.pending_n % CHUNK_ROWS)
         return not self.done
 
     def _fit(self, n: int) -> None:
         """Measure the first ``n`` pending rows (a multiple of ``CHUNK_ROWS`` unless it is the last of them)."""
-        rows, texts = self.pending[:n], self.pending_texts[:n]
-        del self.pending[:n], self.pending_texts[:n]
-        start = len(self.kept)
+        rows, texts = Columns([c[:n] for c in self.pending], n), self.pending_texts[:n]
+        for pending in self.pending:
+            del pending[:n]
+        del self.pending_texts[:n]
+        self.pending_n -= n
+        start = sum(map(len, self.kept))
         kept = fit_rows(self.builder, self.budget, self.spec, rows, self.first_row + start, texts=texts, index=start)
-        self.kept.extend(rows if kept == len(rows) else rows[:kept])
-        if kept < len(rows) or self.budget.exhausted:
+        self.kept.append(rows if kept == n else rows[:kept])
+        if kept < n or self.budget.exhausted:
             self.done = True
-            self.pending.clear()
+            for pending in self.pending:
+                pending.clear()
+            self.pending_n = 0
             self.pending_texts.clear()
 
     def finish(self, *, table_locator: dict[str, Any], attrs: dict[str, Any] | None = None) -> tuple[str, int]:
         """Add the table of the rows kept (and its warnings); return (table id, rows kept)."""
-        if self.pending and not self.done:
-            self._fit(len(self.pending))
+        if self.pending_n and not self.done:
+            self._fit(self.pending_n)
         if self.wide:
             n = len(self.all_columns)
             self.builder.warn(f"table {self.name!r} has {n} columns; only the first {MAX_COLUMNS} are in the table")
@@ -669,16 +717,25 @@ class TableStream:
                 f"table {self.name!r} columns {MAX_COLUMNS + 1}-{n}", f"past the contract's {MAX_COLUMNS} columns"
             )
         self.budget.charge(self._header_cost(table_locator, attrs) - self.header_cost)
-        self.builder.add_table(
+        kept, self.kept = self.kept, []
+        n = sum(map(len, kept))
+        cells = []
+        for j in range(len(self.columns)):  # each column's chunks joined, and let go as they are
+            cells.append(tuple(itertools.chain.from_iterable(part.cells[j] for part in kept)))
+            for part in kept:
+                part.cells[j] = ()
+        del kept
+        self.builder.add_table_columns(
             self.name,
             self.columns,
-            self.kept,
+            cells,
+            n,
             header_rows=self.header_rows,
             locator=table_locator,
             attrs=attrs,
             id=self.table_id,
         )
-        return self.table_id, len(self.kept)
+        return self.table_id, n
 
 
 def report_cut(builder: ArtifactBuilder, what: str, kept: int, total: int, max_bytes: int, *, first_row: int) -> None:

@@ -53,7 +53,7 @@ import io
 import posixpath
 import re
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -64,6 +64,7 @@ from extract_fn.formats.ooxml_chart import ChartCache
 from extract_fn.formats.ooxml_text import no_main_part
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.table_values import (
+    Columns,
     add_table,
     column_type,
     exact_number,
@@ -585,7 +586,7 @@ def _add_sheet(
     header = grid[first]
     body = grid[first + 1 : last + 1]
     columns: list[tuple[str, str]] = []
-    typed: list[list[Any]] = []
+    typed: list[Sequence[Any]] = []
     dropped = 0
     for j in range(cfirst, clast + 1):
         col_values = [row[j] if j < len(row) else None for row in body]
@@ -600,17 +601,10 @@ def _add_sheet(
         columns.append((col_name, col_type))
         typed.append(values)
     # the columns hold every value now: the sheet's own cells (and those a column replaced) go before the table's
-    # blocks are made (big.xlsx: a million cells), the typed values taking their place in the sheet's own row
-    # lists, which become the table's rows (no second list a row, and none freed to leave holes in the heap)
+    # blocks are made (big.xlsx: a million cells); the typed columns are the table's rows (``Columns``: the builder
+    # checks and keeps them by column, and no list is made a row)
     grid.clear()
-    if not typed:
-        rows: list[list[Any]] = []
-    elif len(set(map(id, body))) == len(body):
-        rows = body
-        for row, typed_row in zip(rows, zip(*typed, strict=True), strict=True):
-            row[:] = typed_row
-    else:  # rows that are one list (never from calamine): each its own
-        rows = [list(t) for t in zip(*typed, strict=True)]
+    rows = Columns(typed, len(body) if typed else 0)
     del body, typed
     if dropped:
         builder.warn(f"sheet {name!r}: {dropped} NaN or infinite value(s) sent as null")

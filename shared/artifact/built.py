@@ -32,6 +32,7 @@ import orjson
 
 from shared.artifact import check_artifact, fast, schema
 from shared.artifact.check import ROW_CHUNK
+from shared.artifact.column_rows import ColumnRows, rows_of
 from shared.artifact.fast import BLOCK_CHUNK
 from shared.artifact.row_runs import RowRun, RunIds, run_ids
 from shared.artifact.rules import ARTIFACT, BLOCK, TABLE, Kind
@@ -149,8 +150,11 @@ def _streamable(doc: Any) -> bool:
     return (
         type(doc.get("blocks")) is list
         and type(tables) is list
-        and all(_plain_dict(t) and type(t.get("rows")) is list for t in tables)
+        and all(_plain_dict(t) and type(t.get("rows")) in _ROWS_KINDS for t in tables)
     )
+
+
+_ROWS_KINDS: Final = frozenset({list, ColumnRows})
 
 
 class _Pass:
@@ -197,7 +201,9 @@ class _Pass:
             self.write(b"{" if n == 0 else b",{")
             for i, (key, value) in enumerate(table.items()):
                 self._key(key, first=i == 0)
-                if key == "rows":
+                if key == "rows" and value.__class__ is ColumnRows:
+                    self._column_rows(value, types)
+                elif key == "rows":
                     self._items(value, _IN_TABLE, ROW_CHUNK, functools.partial(self._rows_hold, types=types))
                 else:
                     self.write(_dumps_at(value, _IN_TABLE))
@@ -216,6 +222,24 @@ class _Pass:
             self.write(_dumps_at(chunk, depth, inner=True))  # the chunk stands for its list, at the list's depth
             items[lo : lo + size] = [None] * len(chunk)
             del chunk
+        self.write(b"]")
+
+    def _column_rows(self, table: ColumnRows, types: list[str]) -> None:
+        """A table's rows kept by column, as ``_items`` writes a list of rows: each chunk's cells tested by column
+        (``fast.columns_hold``, the test ``fast.rows_hold`` makes of rows once it has their columns), then its rows
+        made (tuples: orjson writes the arrays lists make) and written."""
+        self.write(b"[")
+        for lo in range(0, len(table), ROW_CHUNK):
+            hi = min(lo + ROW_CHUNK, len(table))
+            cells = table.slices(lo, hi)
+            if any(c.__class__ is not tuple or len(c) != hi - lo for c in cells):  # changed behind the builder
+                orjson.dumps(table)  # raises orjson.JSONEncodeError, as dumps of the whole artifact would
+            if self.ok:
+                self.ok = fast.columns_hold(cells, types, self.known)
+            if lo:
+                self.write(b",")
+            self.write(_dumps_at(rows_of(cells, hi - lo), _IN_TABLE, inner=True))
+            del cells
         self.write(b"]")
 
     def _blocks(self, items: list[Any]) -> None:

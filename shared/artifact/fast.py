@@ -105,7 +105,13 @@ def rows_hold(chunk: list[Any] | None, types: list[str], known: dict[str, set[st
     column passing ``cells.column_ok``."""
     if chunk is None or set(map(len, chunk)) != {len(types)}:
         return False
-    return all(map(cells.column_ok, zip(*chunk, strict=True), types, repeat(known)))
+    return columns_hold(list(zip(*chunk, strict=True)), types, known)
+
+
+def columns_hold(columns: Sequence[Sequence[Any]], types: list[str], known: dict[str, set[str]]) -> bool:
+    """A chunk of a table's rows given as its columns (``column_rows.ColumnRows``, each column as long): one column
+    a column type, each passing ``cells.column_ok``."""
+    return len(columns) == len(types) and all(map(cells.column_ok, columns, types, repeat(known)))
 
 
 def new_ids() -> set[Any]:
