@@ -372,3 +372,69 @@ def test_fit_is_offered_the_blocks_json_length_without_their_dicts(seed: int, co
         b.coverage(total=1, extracted=1)
         written, _ = _written(b.build())
         assert orjson.loads(written)["blocks"][1:] == orjson.loads(orjson.dumps(blocks))  # the blocks appended
+
+
+_PLAIN_CHARS = ["a", "é", "€", "😀", " ", "\u2028", "<", "|", ":", "7"]
+
+
+def _run_json_case(seed: int, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Three random runs written by the pass, compact, against the dicts' bytes and verdict; whether each run's
+    JSON was made from its values."""
+    import random
+
+    from shared.artifact import built, row_runs
+
+    rnd = random.Random(seed)
+    taken: list[bool] = []
+    real = row_runs.run_json
+
+    def watched(*args: Any, **kwargs: Any) -> bytes | None:
+        out = real(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(built, "run_json", watched)
+    builders = []
+    for compact in (False, True):
+        rnd.seed(seed)
+        with compact_rows() if compact else contextlib.nullcontext():
+            b = _builder()
+        b.add_block("heading", "h")
+        first = 0
+        for t in range(3):
+            chars = _PLAIN_CHARS if rnd.random() < 0.7 else _JSON_CHARS
+            n = rnd.randint(1, 700)
+            texts = ["".join(rnd.choice(chars) for _ in range(rnd.randint(1, 30))) for _ in range(n)]
+            rows = range(first + 2, first + 2 + n) if rnd.random() < 0.5 else sorted(rnd.sample(range(2, 10**5), n))
+            lines = None if rnd.random() < 0.5 else [(r, r + rnd.randint(0, 3)) for r in rows]
+            where = rnd.choice([{}, {"page": 3}, {"sheet": 'Sh"eé'}, {"sheet": "\x01"}])
+            path = rnd.choice([[], ["a"], ["é", '"x'], ["\x02"], ["\x03", "\x04"]])
+            b.add_row_blocks(f"t{t}", texts, rows=rows, first_index=0, lines=lines, section_path=path, **where)
+            b.add_table(f"t{t}", [("a", "string")], [["x"]], id=f"t{t}")
+            first += n
+        b.coverage(total=1, extracted=1)
+        builders.append(b)
+    plain, compact_b = builders
+    plain_doc = plain.build()
+    expected = orjson.dumps(plain_doc)
+    written, held = _written(compact_b.build())
+    assert written == expected
+    assert held is _written(plain_doc)[1]
+    check_artifact(written, format="csv", original_size=SIZE)  # a valid artifact: the verdict is a yes
+    assert held is True
+    assert taken  # the runs went through run_json
+    return taken
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_a_runs_json_made_from_its_values_is_its_dicts_json(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass writes a run's blocks from its values (``row_runs.run_json``) where no text needs an escape, and
+    through their dicts where one does or a shared value holds a sentinel: either way the bytes are the dicts'
+    ``orjson.dumps`` and the verdict theirs."""
+    _run_json_case(seed, monkeypatch)
+
+
+def test_both_ways_of_writing_a_run_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = [t for seed in range(16) for t in _run_json_case(seed, monkeypatch)]
+    assert True in taken
+    assert False in taken

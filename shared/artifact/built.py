@@ -23,8 +23,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import chain
 from typing import Any, Final
 
 import msgspec
@@ -34,7 +34,7 @@ from shared.artifact import check_artifact, fast, schema
 from shared.artifact.check import ROW_CHUNK
 from shared.artifact.column_rows import ColumnRows, rows_of
 from shared.artifact.fast import BLOCK_CHUNK
-from shared.artifact.row_runs import RowRun, RunIds, run_ids
+from shared.artifact.row_runs import RowRun, RunIds, run_ids, run_json
 from shared.artifact.rules import ARTIFACT, BLOCK, TABLE, Kind
 
 _TYPE: Final = schema.typed_dict(ARTIFACT)
@@ -248,14 +248,18 @@ class _Pass:
         for lo in range(0, len(items), BLOCK_CHUNK):
             chunk = items[lo : lo + BLOCK_CHUNK]
             parts = self._parts(chunk) if RowRun in set(map(type, chunk)) else None
-            blocks = chunk if parts is None else list(chain.from_iterable(p.blocks for p in parts))
             if self.ok:
-                self.ok = self._blocks_hold(blocks, parts)
+                self.ok = self._blocks_hold(chunk, parts)
             if lo:
                 self.write(b",")
-            self.write(_dumps_at(blocks, _TOP, inner=True))
+            if parts is None:
+                self.write(_dumps_at(chunk, _TOP, inner=True))
+            else:  # each part's JSON, as the dumps of the chunk joins its blocks' (parts are never empty)
+                self.write(
+                    b",".join([p.json if p.json is not None else _dumps_at(p.blocks, _TOP, inner=True) for p in parts])
+                )
             items[lo : lo + BLOCK_CHUNK] = [None] * len(chunk)
-            del chunk, blocks, parts
+            del chunk, parts
         self.write(b"]")
 
     def _parts(self, chunk: list[Any]) -> list[_Part]:
@@ -280,7 +284,13 @@ class _Pass:
                 orjson.dumps(item)  # raises orjson.JSONEncodeError, as dumps of the whole artifact would
             numbers = item.numbers[done : done + m]
             ids = run_ids(item.prefix, numbers)
-            parts.append(_Part(item, item.blocks(done, done + m, ids), numbers, ids, done))
+            texts = item.part_texts(done, done + m)
+            raw = run_json(item, done, done + m, numbers, texts, dumps=_dumps_block)
+            # With its JSON made from the run's values, only the first block is made (it stands for the rest in
+            # the check); without, every block, which orjson writes.
+            k = 1 if raw is not None else m
+            blocks = item.blocks(done, done + k, ids[:k], texts)
+            parts.append(_Part(item, blocks, numbers, ids, done, texts, raw))
             self.run_done[id(item)] = done + m
             i += m
         return parts
@@ -293,13 +303,18 @@ class _Pass:
             if run is None:
                 held = fast.blocks_hold(_convert(part.blocks, _BLOCKS), self.ids, self.bounds, self.runs)
             else:  # a run's blocks: the first converted stands for what they share (fast.run_blocks_hold)
-                lo, hi = part.at, part.at + len(part.blocks)
+                lo, hi = part.at, part.at + len(part.numbers)
+                if part.json is None:  # the texts and ids tested are the dicts' (those written)
+                    texts, block_ids = list(map(_GET_TEXT, part.blocks)), list(map(_GET_ID, part.blocks))
+                else:  # the JSON was written from the run's texts, and the ids from its numbers
+                    texts, block_ids = list(part.texts), part.ids
                 held = fast.run_blocks_hold(
                     _convert(part.blocks[:1], _BLOCKS),
-                    part.blocks,
+                    texts,
+                    block_ids,
                     self.ids,
                     self.runs,
-                    self.bounds,
+                    bounds=self.bounds,
                     prefix=run.prefix,
                     numbers=part.numbers,
                     ids=part.ids,
@@ -319,10 +334,21 @@ class _Part:
     """A stretch of a chunk of blocks: plain dicts (``run`` None), or blocks made from ``run``, of ``numbers``."""
 
     run: RowRun | None
-    blocks: list[Any]
+    blocks: list[Any]  # a run's: all its blocks, or only the first where ``json`` was made without them
     numbers: Sequence[int] = ()
     ids: list[str] = dataclasses.field(default_factory=list)
     at: int = 0  # the run's index of the first of ``blocks``
+    texts: Sequence[str] = ()
+    json: bytes | None = None  # a run's blocks' JSON (``row_runs.run_json``), when made from its values
+
+
+def _dumps_block(blocks: list[Any]) -> bytes:
+    """A list of blocks' JSON as ``_blocks`` writes a chunk of them."""
+    return bytes(_dumps_at(blocks, _TOP, inner=True))
+
+
+_GET_ID: Final = operator.itemgetter("id")
+_GET_TEXT: Final = operator.itemgetter("text")
 
 
 def _convert(value: Any, kind: Any) -> Any:

@@ -20,7 +20,6 @@ from shared.contract import INT64_MAX, INT64_MIN, MAX_NESTING
 _NO_PARENT: Final = object()  # stands for a parent left out: always among the ids seen
 _GET_ID: Final = itemgetter("id")
 _GET_LOCATOR: Final = itemgetter("locator")
-_GET_TEXT: Final = itemgetter("text")
 _INT: Final = frozenset({int})
 _STR: Final = frozenset({str})
 _ROWS_PAIR: Final = next(p for p in PAIRS if p.start == "row_start")
@@ -133,30 +132,32 @@ def blocks_hold(
 
 def run_blocks_hold(
     first: list[Any] | None,
-    blocks: list[dict[str, Any]],
+    texts: Sequence[Any],
+    block_ids: Sequence[Any],
     seen: set[Any],
     runs: RunIds,
-    bounds: dict[str | None, int],
     *,
+    bounds: dict[str | None, int],
     prefix: str,
     numbers: Sequence[int],
     ids: list[str],
     rows: Sequence[int],
     lines: tuple[Sequence[int], Sequence[int]] | None,
 ) -> bool:
-    """Blocks made from a row run (``row_runs.RowRun.blocks``), as ``blocks_hold`` tests blocks, with what the
-    run's making guarantees: every block is a copy of one template (the same type, section path, keys, attrs,
-    locator head and no parent, the very objects), differing only by its id, text and row numbers (and line pair).
+    """Blocks made from a row run (``row_runs.RowRun.blocks``, or their JSON by ``row_runs.run_json``: ``texts``
+    and ``block_ids`` are those written), as ``blocks_hold`` tests blocks, with what the run's making guarantees:
+    every block is a copy of one template (the same type, section path, keys, attrs, locator head and no parent,
+    the very objects), differing only by its id, text and row numbers (and line pair).
     So ``first`` (the first block converted to its type; None: it is not) stands for the shared values, and the
     rest is tested by column: the texts' type, the ids (kept as the run's numbers in ``runs`` rather than as strings
     in ``seen``: each ``prefix + str(k)`` of ``numbers``, none an earlier block's), and each number pair of
     ``rules.PAIRS`` over the run's own columns (``rows``, ``lines``: the part's stretch of them)."""
-    if first is None or "parent" in first[0] or set(map(type, map(_GET_TEXT, blocks))) != _STR:
+    if first is None or "parent" in first[0] or set(map(type, texts)) != _STR:
         return False
     if rows.__class__ is not range and set(map(type, rows)) != _INT:
         return False
     return (
-        list(map(_GET_ID, blocks)) == ids
+        list(block_ids) == ids
         and seen.isdisjoint(ids)
         and runs.add(prefix, numbers)
         and _attrs_ok(list(filter(None, [first[0].get("attrs")])))

@@ -277,14 +277,17 @@ class RowRun:
     def __len__(self) -> int:
         return len(self.numbers)
 
-    def blocks(self, lo: int, hi: int, ids: Sequence[str]) -> list[dict[str, Any]]:
-        """Blocks ``lo..hi-1`` of the run, given their ids (``run_ids(prefix, numbers[lo:hi])``)."""
+    def part_texts(self, lo: int, hi: int) -> Sequence[str]:
+        """The texts of blocks ``lo..hi-1`` (kept, or made again)."""
+        if self.texts is not None:
+            return self.texts[lo:hi]
+        return cast("Callable[[int, int], Sequence[str]]", self.remake)(lo, hi)
+
+    def blocks(self, lo: int, hi: int, ids: Sequence[str], texts: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Blocks ``lo..hi-1`` of the run, given their ids (``run_ids(prefix, numbers[lo:hi])``) and, if made
+        already, their texts (``part_texts(lo, hi)``, or the first of them)."""
         lines = zip(self.lines[0][lo:hi], self.lines[1][lo:hi], strict=True) if self.lines is not None else None
-        texts = (
-            self.texts[lo:hi]
-            if self.texts is not None
-            else cast("Callable[[int, int], Sequence[str]]", self.remake)(lo, hi)
-        )
+        texts = self.part_texts(lo, hi) if texts is None else texts[: hi - lo]
         return row_blocks(
             ids,
             texts,
@@ -296,6 +299,80 @@ class RowRun:
             keys=self.keys,
             attrs=self.attrs,
         )
+
+
+# -- a run's JSON without its dicts -------------------------------------------------------------------------------
+# A run's blocks differ only by id, text and row numbers (and line pair): their JSON is one block's, as orjson writes
+# it, with those values put in. The block is written once with a sentinel string for each (a control character,
+# which orjson writes as a \u escape), and cut at the sentinels; a block's JSON is then the pieces with its values
+# between them: its id's digits, its text as it is where no character of it needs an escape (orjson's JSON of a
+# str is '"' + the str + '"' exactly then), its row numbers' digits (an int's JSON is its str). Anything else (a
+# text that needs an escape, a value not of those exact types, a sentinel met elsewhere in the block) is None:
+# the caller makes the dicts and orjson writes them.
+_SENTINEL_ID: Final = "\x01"
+_SENTINEL_TEXT: Final = "\x02"
+_SENTINEL_ROW: Final = "\x03"
+_SENTINEL_LINES: Final = ("\x04", "\x05")
+_SENTINELS: Final = re.compile(r'("\\u000[1-5]")')
+_ORDER: Final = ['"\\u0001"', '"\\u0002"', '"\\u0003"', '"\\u0003"']
+_ORDER_LINES: Final = ['"\\u0001"', '"\\u0002"', '"\\u0004"', '"\\u0005"', '"\\u0003"', '"\\u0003"']
+_INT: Final = frozenset({int})
+
+
+def run_json(
+    run: RowRun, lo: int, hi: int, numbers: Sequence[int], texts: Sequence[str], *, dumps: Callable[[Any], bytes]
+) -> bytes | None:
+    """Blocks ``lo..hi-1`` of ``run`` (``numbers``: their numbers, ``texts``: their texts) as ``dumps`` writes
+    the list of their dicts, without the brackets (``dumps`` serializes a list holding one block as the caller
+    serializes its chunk of blocks, at its depth, without the brackets); None where the run's JSON cannot be made so
+    (see above)."""
+    if not texts or set(map(type, texts)) != _STR_CLASSES or set(map(type, numbers)) != _INT:
+        return None
+    rows = run.rows[lo:hi]
+    if rows.__class__ is not range and set(map(type, rows)) != _INT:
+        return None
+    joined = "".join(texts)
+    try:
+        plain = len(orjson.dumps(joined)) == (len(joined) if joined.isascii() else len(joined.encode())) + 2
+    except (TypeError, UnicodeEncodeError):  # a lone surrogate: orjson refuses it, as the caller's dumps will
+        return None
+    prefix_json = orjson.dumps(run.prefix)
+    if not plain or len(prefix_json) != len(run.prefix.encode()) + 2:
+        return None
+    lines = None if run.lines is None else [_SENTINEL_LINES]
+    one = row_blocks(
+        [_SENTINEL_ID],
+        [_SENTINEL_TEXT],
+        [_SENTINEL_ROW],  # type: ignore[list-item]  # a sentinel in the row numbers' place
+        lines,  # type: ignore[arg-type]
+        run.head,
+        parent=None,
+        path=run.path,
+        keys=run.keys,
+        attrs=run.attrs,
+    )
+    try:
+        cut = _SENTINELS.split(dumps(one).decode())
+    except TypeError:  # orjson refuses a shared value: the dicts' dumps raises it
+        return None
+    if cut[1::2] != (_ORDER if run.lines is None else _ORDER_LINES):
+        return None
+    p = cut[0::2]
+    a, b, c = f'{p[0]}"{run.prefix}', f'"{p[1]}"', f'"{p[2]}'
+    if run.lines is None:
+        d, e = p[3], p[4]
+        out = [f"{a}{k}{b}{t}{c}{r}{d}{r}{e}" for k, t, r in zip(numbers, texts, rows, strict=True)]
+    else:
+        d, e, f, g = p[3], p[4], p[5], p[6]
+        starts, ends = run.lines[0][lo:hi], run.lines[1][lo:hi]
+        out = [
+            f"{a}{k}{b}{t}{c}{s}{d}{z}{e}{r}{f}{r}{g}"
+            for k, t, s, z, r in zip(numbers, texts, starts, ends, rows, strict=True)
+        ]
+    return ",".join(out).encode()
+
+
+_STR_CLASSES: Final = frozenset({str})
 
 
 def runnable(prefix: str) -> bool:
