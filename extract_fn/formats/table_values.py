@@ -665,6 +665,7 @@ class TableStream:
         budget.require(self.header_cost, f"table {name!r}")
         self.spec = RowBlockSpec(self.table_id, [c[0] for c in self.columns], section_path or [], sheet)
         self.kept: list[Columns] = []  # rows measured and kept, as the chunks they were measured in
+        self.kept_n = 0  # how many
         self.pending: list[list[Any]] = [[] for _ in self.columns]  # each column's cells not yet measured
         self.pending_n = 0  # how many rows they hold (less than a chunk's)
         self.pending_texts: list[str | None] = []
@@ -696,9 +697,10 @@ class TableStream:
             del pending[:n]
         del self.pending_texts[:n]
         self.pending_n -= n
-        start = sum(map(len, self.kept))
+        start = self.kept_n
         kept = fit_rows(self.builder, self.budget, self.spec, rows, self.first_row + start, texts=texts, index=start)
         self.kept.append(rows if kept == n else rows[:kept])
+        self.kept_n += kept
         if kept < n or self.budget.exhausted:
             self.done = True
             for pending in self.pending:
@@ -717,8 +719,7 @@ class TableStream:
                 f"table {self.name!r} columns {MAX_COLUMNS + 1}-{n}", f"past the contract's {MAX_COLUMNS} columns"
             )
         self.budget.charge(self._header_cost(table_locator, attrs) - self.header_cost)
-        kept, self.kept = self.kept, []
-        n = sum(map(len, kept))
+        kept, self.kept, n = self.kept, [], self.kept_n
         cells = []
         for j in range(len(self.columns)):  # each column's chunks joined, and let go as they are
             cells.append(tuple(itertools.chain.from_iterable(part.cells[j] for part in kept)))
