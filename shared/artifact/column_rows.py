@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
+from shared.artifact.row_runs import json_list_len
 
 
 class ColumnRows:
@@ -54,10 +54,7 @@ def rows_json_len(columns: Sequence[Sequence[Any]], n: int) -> int:
     does for a value it refuses."""
     if n == 0:
         return 2  # []
-    cells = sum(len(orjson.dumps(c if c.__class__ in _JSON_SEQUENCES else list(c))) - 2 - (n - 1) for c in columns)
+    cells = sum(json_list_len(c) - 2 - (n - 1) for c in columns)
     width = len(columns)
     per_row = 2 + max(width - 1, 0)  # [ ] and the commas between its cells
     return 2 + (n - 1) + n * per_row + cells
-
-
-_JSON_SEQUENCES = frozenset({list, tuple})

@@ -182,14 +182,14 @@ def row_blocks_json_len(
         [""], [""], [0], None if lines is None else [(0, 0)], head, parent=parent, path=path, keys=keys, attrs=attrs
     )
     base = len(orjson.dumps(one[0]))  # with "" twice (2 characters each) and 0 as each number (1 each)
-    extra = (_json_list_len(ids) - n - 1 - 2 * n) + (_json_list_len(texts) - n - 1 - 2 * n)
-    extra += 2 * (_json_list_len(rows) - n - 1 - n)  # row_start and row_end
+    extra = (json_list_len(ids) - n - 1 - 2 * n) + (json_list_len(texts) - n - 1 - 2 * n)
+    extra += 2 * (json_list_len(rows) - n - 1 - n)  # row_start and row_end
     if lines is not None:  # [s,e] a pair: its digits, 3 characters, and a comma between pairs
-        extra += _json_list_len(lines) - n - 1 - 3 * n - 2 * n
+        extra += json_list_len(lines) - n - 1 - 3 * n - 2 * n
     return n * base + extra + n + 1  # the blocks, their commas and the list's brackets
 
 
-def _json_list_len(items: Sequence[Any]) -> int:
+def json_list_len(items: Sequence[Any]) -> int:
     """The length of a sequence's JSON array (a range or other sequence listed first: orjson writes lists, tuples)."""
     return len(orjson.dumps(items if items.__class__ in _JSON_SEQUENCES else list(items)))
 
