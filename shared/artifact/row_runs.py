@@ -317,6 +317,7 @@ _SENTINELS: Final = re.compile(r'("\\u000[1-5]")')
 _ORDER: Final = ['"\\u0001"', '"\\u0002"', '"\\u0003"', '"\\u0003"']
 _ORDER_LINES: Final = ['"\\u0001"', '"\\u0002"', '"\\u0004"', '"\\u0005"', '"\\u0003"', '"\\u0003"']
 _INT: Final = frozenset({int})
+_STR_CLASSES: Final = frozenset({str})
 
 
 def run_json(
@@ -370,9 +371,6 @@ def run_json(
             for k, t, s, z, r in zip(numbers, texts, starts, ends, rows, strict=True)
         ]
     return ",".join(out).encode()
-
-
-_STR_CLASSES: Final = frozenset({str})
 
 
 def runnable(prefix: str) -> bool:
