@@ -97,7 +97,13 @@ def test_serve_refuses_a_bad_setting_naming_it() -> None:
 
 
 def _main(capsysbinary: pytest.CaptureFixture[bytes], *args: str) -> tuple[int, bytes, bytes]:
-    code = main(list(args))
+    """The CLI in this process. Its extraction is a fork of this test process, whose heap (however many tests ran
+    in it before) a memory limit would count, so the limit is lifted unless the test sets one: the limits' own
+    tests run the CLI as a process of its own."""
+    with pytest.MonkeyPatch.context() as mp:
+        if "EXTRACTOR_MEMORY_LIMIT_MB" not in os.environ:
+            mp.setenv("EXTRACTOR_MEMORY_LIMIT_MB", "0")
+        code = main(list(args))
     out, err = capsysbinary.readouterr()
     return code, out, err
 
@@ -337,14 +343,11 @@ def test_a_big_artifact_reaches_stdout_whole_from_the_childs_reply_file(tmp_path
 
 
 def test_a_big_artifact_reaches_a_stdout_without_a_descriptor(
-    capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path
 ) -> None:
-    """In process, with stdout a Python object (no descriptor to ``sendfile`` to), the reply file is copied. The
-    fork comes from this test process, whose address space (however many tests ran in it before) a memory limit
-    would count: the limit is lifted, this is about stdout."""
+    """In process, with stdout a Python object (no descriptor to ``sendfile`` to), the reply file is copied."""
     from extract_fn import workers
 
-    monkeypatch.setenv("EXTRACTOR_MEMORY_LIMIT_MB", "0")
     f = tmp_path / "big.txt"
     f.write_bytes(b"".join(b"paragraph %d of a file with many of them\n\n" % i for i in range(60_000)))
     code, out, _ = _main(capsysbinary, "extract", str(f), "--format", "text")
