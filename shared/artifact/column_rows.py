@@ -1,12 +1,13 @@
-"""A table's rows kept as its columns, for a source that has them as columns (parquet's record batches).
+"""A table's rows kept as its columns, for sources that read them as columns (parquet's record batches, csv's and
+xlsx's typed columns).
 
 Made as rows, a million-row table is a million lists, transposed back into columns twice more: by the builder to
 check its cells (``artifact_builder._rows_clean``) and by the worker's pass to check them again
 (``fast.rows_hold``). ``ArtifactBuilder.add_table_columns`` takes the columns themselves, checks them as they are,
 and in the worker (``row_runs.compact_rows``) keeps them as one ``ColumnRows`` in the table's ``rows``, which
 ``shared.artifact.built.dump_checked`` tests by column and writes a chunk at a time, each chunk's rows made as it is
-written (``ColumnRows.rows``: tuples, which orjson writes as arrays, so the bytes are those of the lists). Everywhere
-else the table's ``rows`` are lists, made from the columns by the same function.
+written (``rows_of``: tuples, which orjson writes as arrays, so the bytes are those of the lists). Everywhere else
+the table's ``rows`` are lists, made from the columns by the same function.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from shared.artifact.row_runs import json_list_len
 
 
 class ColumnRows:
-    """Rows ``lo..hi-1`` of a table are ``rows(lo, hi)``: row ``i`` is ``(columns[0][i], columns[1][i], ...)``.
+    """A table's rows by column: row ``i`` is ``(columns[0][i], columns[1][i], ...)``.
 
     The columns are tuples of one length (``len(self)``), made by the builder and never changed; the values in them
     are the cells as the builder checked them (the pass tests them again as it writes them)."""
@@ -37,10 +38,6 @@ class ColumnRows:
     def slices(self, lo: int, hi: int) -> list[tuple[Any, ...]]:
         """Each column's cells of rows ``lo..hi-1``."""
         return [c[lo:hi] for c in self.columns]
-
-    def rows(self, lo: int, hi: int) -> list[tuple[Any, ...]]:
-        """Rows ``lo..hi-1``, each a tuple of its cells."""
-        return rows_of(self.slices(lo, hi), min(hi, self.n) - lo)
 
 
 def rows_of(columns: Sequence[Sequence[Any]], n: int) -> list[tuple[Any, ...]]:
