@@ -20,6 +20,7 @@ import orjson
 from shared.artifact.column_rows import ColumnRows, rows_of
 from shared.artifact.row_runs import (
     RowRun,
+    RunIdList,
     RunIds,
     compacting,
     row_blocks,
@@ -835,16 +836,16 @@ class ArtifactBuilder:
         compact = False  # kept as one RowRun (the worker's builders, see ``row_runs``), else as dicts
         if first_index is None:
             start = len(self.blocks)
-            ids = [f"b{k}" for k in range(start, start + len(kept_texts))]
+            ids: Sequence[str] = [f"b{k}" for k in range(start, start + len(kept_texts))]
         else:
             prefix = f"r{clean_table_id}."
             numbers = (
                 range(first_index, first_index + n) if len(kept_texts) == n else [first_index + i for i in kept_idx]
             )
-            ids = run_ids(prefix, numbers)
             compact = self._compact and parent is None and first_index >= 0 and runnable(prefix)
+            ids = RunIdList(prefix, numbers) if compact else run_ids(prefix, numbers)
         runs = self._runs
-        clash = not self._ids.isdisjoint(ids)
+        clash = ids.meets(self._ids) if isinstance(ids, RunIdList) else not self._ids.isdisjoint(ids)
         if runs is not None and not clash:
             clash = not runs.fits(prefix, numbers) if compact else runs.meets(ids)
         if clash:

@@ -15,7 +15,7 @@ import pytest
 from extract_fn.workers import _text_floor
 from shared.artifact import InvalidArtifact, check_artifact
 from shared.artifact.built import dump_checked
-from shared.artifact.row_runs import RowRun, RunIds, compact_rows, compacting
+from shared.artifact.row_runs import RowRun, RunIdList, RunIds, compact_rows, compacting, json_list_len, run_ids
 from shared.artifact_builder import ArtifactBuilder, make_locator
 
 SIZE = 10**6
@@ -257,6 +257,69 @@ def test_run_ids_are_spans_of_numbers_by_prefix() -> None:
         RowRun(prefix="r1", numbers=[1], texts=["a"], rows=[1], lines=None, head={}, path=[], keys=[], attrs={})
 
 
+_PREFIXES = ["rt0.", 'r"é\\.', "r\x01.", "b", "r😀x", "r\u2028."]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_run_id_list_reads_measures_and_meets_as_its_strings(seed: int) -> None:
+    """A run's ids kept as numbers: read, sliced and measured as the strings, and ``meets`` answers as the strings'
+    set test does both ways it decides (other ids fewer: each parsed; more: the strings made), against near misses
+    (a leading zero, another prefix, a number in a gap or past the end, a suffix, a non-ASCII digit, not a str)."""
+    import random
+
+    rnd = random.Random(seed)
+    for _ in range(150):
+        prefix = rnd.choice(_PREFIXES)
+        start = rnd.randint(0, 10 ** rnd.randint(0, 12))
+        n = rnd.randint(0, 40)
+        numbers = (
+            range(start, start + n) if rnd.random() < 0.5 else sorted(rnd.sample(range(start, start + 3 * n + 1), n))
+        )
+        ids = RunIdList(prefix, numbers)
+        strings = run_ids(prefix, numbers)
+        assert len(ids) == n
+        assert list(ids) == strings
+        assert ids == strings
+        assert ids.json_len() == json_list_len(ids) == len(orjson.dumps(strings))
+        lo, hi = sorted(rnd.choices(range(n + 1), k=2))
+        assert list(ids[lo:hi]) == strings[lo:hi]
+        assert ids[lo:hi].json_len() == len(orjson.dumps(strings[lo:hi]))
+        if n:
+            assert (ids[0], ids[-1]) == (strings[0], strings[-1])
+        misses: list[Any] = [f"{prefix}{start + 3 * n + 1}", f"{prefix}{start - 1}" if start else "x", 7, None]
+        for k in list(numbers)[:4]:
+            misses += [f"{prefix}0{k}", f"{prefix}{k}x", f"x{prefix}{k}", f"{prefix[:-1]}{k}", f"{prefix}{k}\u0661"]
+        misses += [f"{prefix}{k}" for k in range(start, start + 3 * n + 1) if k not in set(numbers)][:5]
+        for _ in range(4):
+            size = rnd.choice([0, 1, max(0, n - 1), n, n + 1, 2 * n + 5])
+            hits = rnd.sample(strings, min(len(strings), rnd.choice([0, 0, 1, 2])))
+            others = set(rnd.sample(misses, min(len(misses), size))) | set(hits)
+            assert ids.meets(others) is (not others.isdisjoint(strings)), (prefix, numbers, others)
+    with pytest.raises(ValueError, match="prefix"):
+        RunIdList("r1", [1])
+
+
+def test_a_long_run_is_tested_against_few_other_ids_by_number() -> None:
+    """A run longer than the plain ids before it (their ids parsed, not its strings made): the builder refuses a
+    plain id it would write, and the pass sees one put in behind the builder's back."""
+    with compact_rows():
+        b = _builder()
+    b.add_block("paragraph", "p", id="rt0.600")
+    b.add_block("paragraph", "q", id="rt0.0601")  # not a number a run writes
+    with pytest.raises(ValueError, match=r"'rt0\.600' is not unique"):
+        b.add_row_blocks("t0", [f"r{i}" for i in range(1000)], rows=range(2, 1002), first_index=0)
+    b.add_row_blocks("t0", [f"r{i}" for i in range(1000)], rows=range(2, 1002), first_index=601)
+    b.add_table("t", [("a", "string")], [["a"]] * 1601, id="t0")
+    b.coverage(total=1, extracted=1)
+    doc = b.build()
+    assert _written(doc)[1] is True
+    doc["blocks"].insert(1, {"id": "rt0.1600", "type": "paragraph", "text": "x", "section_path": [], "locator": {}})
+    written, held = _written(doc)
+    assert held is False
+    with pytest.raises(InvalidArtifact):
+        check_artifact(written, format="csv", original_size=SIZE)
+
+
 def test_a_run_whose_texts_can_be_made_again_holds_none() -> None:
     """``remake_texts``: a compact run keeps no texts when every row has one, and makes them again (cleaned as the
     builder cleans them) when written; the bytes are the same. One row without a text: the run keeps its texts."""
@@ -337,6 +400,7 @@ def test_fit_is_offered_the_blocks_json_length_without_their_dicts(seed: int, co
         where = rnd.choice([{}, {"page": 3}, {"sheet": 'Sh"eé\ud800'}])
         parent = rnd.choice([None, "b0"])
         path = rnd.choice([[], ["a"], ["é", '"x'], ["s"] * 70])
+        table_id = rnd.choice(["t0", 't"é\\', "t\x01😀"])  # ids whose prefix JSON escapes
         seen: list[tuple[int, list[dict[str, Any] | None]]] = []
 
         def fit(
@@ -354,7 +418,7 @@ def test_fit_is_offered_the_blocks_json_length_without_their_dicts(seed: int, co
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(row_runs, "row_block_dicts", counting)  # every row block is made through it
             b.add_row_blocks(
-                "t0",
+                table_id,
                 texts,
                 rows=rows,
                 first_index=first,
@@ -368,7 +432,7 @@ def test_fit_is_offered_the_blocks_json_length_without_their_dicts(seed: int, co
         blocks = [x for x in offered if x is not None]
         assert [x is None for x in offered] == [not t for t in texts]
         assert size == len(orjson.dumps(blocks))
-        b.add_table("t", [("a", "string")], [["x"]] * (first + n) if first + n < 100 else [["x"]], id="t0")
+        b.add_table("t", [("a", "string")], [["x"]] * (first + n) if first + n < 100 else [["x"]], id=table_id)
         b.coverage(total=1, extracted=1)
         written, _ = _written(b.build())
         assert orjson.loads(written)["blocks"][1:] == orjson.loads(orjson.dumps(blocks))  # the blocks appended

@@ -25,7 +25,7 @@ import functools
 import gc
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 import orjson
@@ -34,7 +34,7 @@ from shared.artifact import check_artifact, fast, schema
 from shared.artifact.check import ROW_CHUNK
 from shared.artifact.column_rows import ColumnRows, rows_of
 from shared.artifact.fast import BLOCK_CHUNK
-from shared.artifact.row_runs import RowRun, RunIds, run_ids, run_json
+from shared.artifact.row_runs import RowRun, RunIdList, RunIds, run_json
 from shared.artifact.rules import ARTIFACT, BLOCK, TABLE, Kind
 
 _TYPE: Final = schema.typed_dict(ARTIFACT)
@@ -283,7 +283,7 @@ class _Pass:
             if m <= 0 or chunk[i : i + m].count(item) != m:
                 orjson.dumps(item)  # raises orjson.JSONEncodeError, as dumps of the whole artifact would
             numbers = item.numbers[done : done + m]
-            ids = run_ids(item.prefix, numbers)
+            ids = RunIdList(item.prefix, numbers)
             texts = item.part_texts(done, done + m)
             raw = run_json(item, done, done + m, numbers, texts, dumps=_dumps_block)
             # With its JSON made from the run's values, only the first block is made (it stands for the rest in
@@ -306,8 +306,8 @@ class _Pass:
                 lo, hi = part.at, part.at + len(part.numbers)
                 if part.json is None:  # the texts and ids tested are the dicts' (those written)
                     texts, block_ids = list(map(_GET_TEXT, part.blocks)), list(map(_GET_ID, part.blocks))
-                else:  # the JSON was written from the run's texts, and the ids from its numbers
-                    texts, block_ids = list(part.texts), part.ids
+                else:  # the JSON was written from the run's texts, and the ids from its numbers: the run's ids
+                    texts, block_ids = list(part.texts), None
                 held = fast.run_blocks_hold(
                     _convert(part.blocks[:1], _BLOCKS),
                     texts,
@@ -315,9 +315,7 @@ class _Pass:
                     self.ids,
                     self.runs,
                     bounds=self.bounds,
-                    prefix=run.prefix,
-                    numbers=part.numbers,
-                    ids=part.ids,
+                    ids=cast("RunIdList", part.ids),
                     rows=run.rows[lo:hi],
                     lines=None if run.lines is None else (run.lines[0][lo:hi], run.lines[1][lo:hi]),
                 )
@@ -336,7 +334,7 @@ class _Part:
     run: RowRun | None
     blocks: list[Any]  # a run's: all its blocks, or only the first where ``json`` was made without them
     numbers: Sequence[int] = ()
-    ids: list[str] = dataclasses.field(default_factory=list)
+    ids: RunIdList | None = None  # a run's: its blocks' ids
     at: int = 0  # the run's index of the first of ``blocks``
     texts: Sequence[str] = ()
     json: bytes | None = None  # a run's blocks' JSON (``row_runs.run_json``), when made from its values

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from shared.artifact import cells
 from shared.artifact.check import MISSING, ROW_CHUNK
-from shared.artifact.row_runs import RunIds
+from shared.artifact.row_runs import RunIdList, RunIds
 from shared.artifact.rules import PAIRS, Pair
 from shared.contract import INT64_MAX, INT64_MIN, MAX_NESTING
 
@@ -133,33 +133,32 @@ def blocks_hold(
 def run_blocks_hold(
     first: list[Any] | None,
     texts: Sequence[Any],
-    block_ids: Sequence[Any],
+    block_ids: Sequence[Any] | None,
     seen: set[Any],
     runs: RunIds,
     *,
     bounds: dict[str | None, int],
-    prefix: str,
-    numbers: Sequence[int],
-    ids: list[str],
+    ids: RunIdList,
     rows: Sequence[int],
     lines: tuple[Sequence[int], Sequence[int]] | None,
 ) -> bool:
     """Blocks made from a row run (``row_runs.RowRun.blocks``, or their JSON by ``row_runs.run_json``: ``texts``
-    and ``block_ids`` are those written), as ``blocks_hold`` tests blocks, with what the run's making guarantees:
-    every block is a copy of one template (the same type, section path, keys, attrs, locator head and no parent,
-    the very objects), differing only by its id, text and row numbers (and line pair).
-    So ``first`` (the first block converted to its type; None: it is not) stands for the shared values, and the
-    rest is tested by column: the texts' type, the ids (kept as the run's numbers in ``runs`` rather than as strings
-    in ``seen``: each ``prefix + str(k)`` of ``numbers``, none an earlier block's), and each number pair of
-    ``rules.PAIRS`` over the run's own columns (``rows``, ``lines``: the part's stretch of them)."""
+    and ``block_ids`` are those written, ``block_ids`` None where the JSON's ids were written from the run's
+    numbers), as ``blocks_hold`` tests blocks, with what the run's making guarantees: every block is a copy of one
+    template (the same type, section path, keys, attrs, locator head and no parent, the very objects), differing
+    only by its id, text and row numbers (and line pair). So ``first`` (the first block converted to its type;
+    None: it is not) stands for the shared values, and the rest is tested by column: the texts' type, the ids
+    (``ids``: kept as the run's numbers in ``runs`` rather than as strings in ``seen``, none an earlier block's),
+    and each number pair of ``rules.PAIRS`` over the run's own columns (``rows``, ``lines``: the part's stretch of
+    them)."""
     if first is None or "parent" in first[0] or set(map(type, texts)) != _STR:
         return False
     if rows.__class__ is not range and set(map(type, rows)) != _INT:
         return False
     return (
-        list(block_ids) == ids
-        and seen.isdisjoint(ids)
-        and runs.add(prefix, numbers)
+        (block_ids is None or list(block_ids) == list(ids))
+        and not ids.meets(seen)
+        and runs.add(ids.prefix, ids.numbers)
         and _attrs_ok(list(filter(None, [first[0].get("attrs")])))
         and _locators_ok([first[0]["locator"]], bounds)
         and _pair_ok(_ROWS_PAIR, rows, rows, bounds)

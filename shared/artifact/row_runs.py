@@ -25,7 +25,8 @@ import operator
 import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Final, cast
+from collections.abc import Set as AbstractSet
+from typing import Any, Final, cast, overload
 
 import orjson
 
@@ -190,7 +191,10 @@ def row_blocks_json_len(
 
 
 def json_list_len(items: Sequence[Any]) -> int:
-    """The length of a sequence's JSON array (a range or other sequence listed first: orjson writes lists, tuples)."""
+    """The length of a sequence's JSON array (a range or other sequence listed first: orjson writes lists, tuples;
+    a ``RunIdList`` is measured from its numbers)."""
+    if items.__class__ is RunIdList:
+        return items.json_len()
     return len(orjson.dumps(items if items.__class__ in _JSON_SEQUENCES else list(items)))
 
 
@@ -200,6 +204,61 @@ _JSON_SEQUENCES: Final = frozenset({list, tuple})
 def run_ids(prefix: str, numbers: Sequence[int]) -> list[str]:
     """A run's ids: ``prefix + str(k)`` for each number."""
     return [f"{prefix}{k}" for k in numbers]
+
+
+class RunIdList(Sequence[str]):
+    """A run's ids, ``run_ids(prefix, numbers)``, kept as the prefix and the numbers: the strings are made only when
+    read (a row block's dict needs its id), while the checks that need not read them do not (a million rows' ids
+    cost ~0.1 s to make, as much again to hash and measure). ``prefix`` is runnable (``runnable``) and ``numbers``
+    are ints (the builder checked them), so an id names its (prefix, number) pair alone."""
+
+    __slots__ = ("numbers", "prefix")
+
+    def __init__(self, prefix: str, numbers: Sequence[int]) -> None:
+        if not runnable(prefix):
+            raise ValueError(f"run ids need a prefix that ends in no digit, not {prefix!r}")
+        self.prefix, self.numbers = prefix, numbers
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> RunIdList: ...
+    def __getitem__(self, i: int | slice) -> str | RunIdList:
+        if isinstance(i, slice):
+            return RunIdList(self.prefix, self.numbers[i])
+        return f"{self.prefix}{self.numbers[i]}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(run_ids(self.prefix, self.numbers))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is RunIdList:
+            return self.prefix == other.prefix and list(self.numbers) == list(other.numbers)
+        return other.__class__ is list and run_ids(self.prefix, self.numbers) == other
+
+    __hash__ = None  # type: ignore[assignment]  # a sequence compared by value, as a list is
+
+    def json_len(self) -> int:
+        """``json_list_len`` of the strings: each id's JSON is the prefix's (quotes and escapes included) with its
+        number's digits before the closing quote, so the list's is the numbers' list's plus the prefix's per id."""
+        return json_list_len(self.numbers) + len(self.numbers) * len(orjson.dumps(self.prefix))
+
+    def meets(self, ids: AbstractSet[Any]) -> bool:
+        """Whether any of these ids is in ``ids`` (other blocks' ids): by the strings where they are the fewer,
+        else by parsing each of ``ids`` into its (prefix, number) pair (``_pair``) and looking its number up."""
+        if len(self.numbers) <= len(ids):
+            return not ids.isdisjoint(run_ids(self.prefix, self.numbers))
+        prefix = self.prefix
+        found = {pair[1] for pair in map(_pair, ids) if pair is not None and pair[0] == prefix}
+        if not found:
+            return False
+        numbers = self.numbers
+        if numbers.__class__ is range:
+            return any(k in numbers for k in found)
+        return not found.isdisjoint(numbers)
 
 
 # -- compact runs ----------------------------------------------------------------------------------------------------
