@@ -11,7 +11,8 @@ setup: $(STAMP) node_modules/.installed .venv-infra/.installed
 
 # Re-install only when a requirements file changes.
 $(STAMP): requirements.txt requirements-dev.txt
-	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@test -x $(BIN)/python || { $(PY) -m shared.interpreter && $(PY) -m venv $(VENV); }
+	@$(BIN)/python -m shared.interpreter
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $(STAMP)
 

@@ -24,6 +24,7 @@ import azure.functions as func
 
 import poll_fn.function
 import submit_fn.function
+from shared.interpreter import unsupported
 from shared.orchestration.composition import LazyDeps
 from shared.tracing import Tracing
 
@@ -43,6 +44,8 @@ def roles_from(env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def build_app(env: Mapping[str, str], *, tracing: Tracing | None = None) -> func.FunctionApp | func.AsgiFunctionApp:
+    if (why := unsupported()) is not None:  # the host logs it and indexes no function
+        raise RuntimeError(f"refusing to start: {why}")
     roles = roles_from(env)
     tracing = tracing if tracing is not None else Tracing.from_env(env)
     app: func.FunctionApp | func.AsgiFunctionApp

@@ -404,6 +404,11 @@ def cmd_result(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from shared.interpreter import unsupported
+
+    if (why := unsupported()) is not None:
+        print(f"devhost: refusing to start: {why}", file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("azure", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -160,6 +160,10 @@ def extract(path: str, fmt: str, name: str | None, encoding: str | None, sql_dia
 
 
 def main(argv: list[str] | None = None) -> int:
+    from shared.interpreter import unsupported
+
+    if (why := unsupported()) is not None:
+        return _fail(f"refusing to start: {why}")
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
