@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -98,7 +99,8 @@ def test_azure_yaml_deploys_the_api_as_a_python_function_app_from_infra_main() -
     assert (ROOT / doc["infra"]["path"] / f"{doc['infra']['module']}.bicep").is_file()
     assert (ROOT / doc["infra"]["path"] / f"{doc['infra']['module']}.parameters.json").is_file()
     api = doc["services"]["api"]
-    assert api == {"project": ".", "language": "python", "host": "function"}
+    assert {k: v for k, v in api.items() if k != "hooks"} == {"project": ".", "language": "python", "host": "function"}
+    assert set(api["hooks"]) == {"prepackage"}  # the package's bytecode (see the test below)
     orchestration = doc["services"]["orchestration"]
     assert orchestration["host"] == "function"
     assert orchestration["language"] == "python"
@@ -237,24 +239,24 @@ def tracked_files() -> list[Path]:
     return [Path(p) for p in repo_files()]
 
 
-def test_the_published_package_is_the_app_and_nothing_else(tmp_path: Path) -> None:
+PACKAGE_CODE = ("function_app.py", "extract_fn", "shared", "submit_fn", "poll_fn")  # what the app imports
+
+
+def published_package(tmp_path: Path) -> tuple[Path, list[Path]]:
+    """The tracked files .funcignore leaves, copied as azd packages them; the folder and the files kept."""
     patterns = funcignore_patterns()
     package = tmp_path / "package"
     kept = [p for p in tracked_files() if not funcignored(p, patterns)]
     for rel in kept:
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, package / rel)
+    return package, kept
+
+
+def test_the_published_package_is_the_app_and_nothing_else(tmp_path: Path) -> None:
+    package, kept = published_package(tmp_path)
     tops = {p.parts[0] for p in kept}
-    assert tops == {
-        "function_app.py",
-        "host.json",
-        "requirements.txt",
-        "pyproject.toml",
-        "extract_fn",
-        "shared",
-        "submit_fn",
-        "poll_fn",
-    }
+    assert tops == {"host.json", "requirements.txt", "pyproject.toml", *PACKAGE_CODE}
     probe = (
         "import function_app, orjson\n"
         "from shared.version import package_version\n"
@@ -280,3 +282,47 @@ def test_the_published_package_is_the_app_and_nothing_else(tmp_path: Path) -> No
     from shared.version import package_version
 
     assert got["version"] == package_version()
+
+
+def test_the_package_carries_hash_checked_bytecode_the_app_imports_from(tmp_path: Path) -> None:
+    """Both services' prepackage hook (one anchor) compiles exactly the package's code; what it writes is
+    hash-checked bytecode for every module, kept by .funcignore, and the app imports from it without compiling."""
+    services = azure_yaml()["services"]
+    hooks = [services[name]["hooks"]["prepackage"] for name in ("api", "orchestration")]
+    assert hooks[0] == hooks[1]
+    posix, windows = hooks[0]["posix"], hooks[0]["windows"]
+    assert (posix["shell"], windows["shell"]) == ("sh", "pwsh")
+    command = posix["run"].split()
+    assert command[:2] == ["python3", "-m"]
+    assert windows["run"].split()[1:] == command[1:]
+    assert command[2:7] == ["compileall", "-q", "-f", "--invalidation-mode", "checked-hash"]
+    assert tuple(command[7:]) == PACKAGE_CODE
+    package, _ = published_package(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # python3: the suite's
+    subprocess.run(["sh", "-c", posix["run"]], cwd=package, env=env, check=True, timeout=300)
+    patterns = funcignore_patterns()
+    sources = [p for p in package.rglob("*.py") if p.relative_to(package).parts[0] in PACKAGE_CODE]
+    assert len(sources) > 50
+    for source in sources:
+        compiled = Path(importlib.util.cache_from_source(str(source)))
+        assert compiled.is_file(), source
+        assert not funcignored(compiled.relative_to(package), patterns)
+        flags = int.from_bytes(compiled.read_bytes()[4:8], "little")
+        assert flags == 0b11, (source, flags)  # hash-based, checked against the source
+    probe = "import function_app; function_app.build_app({'EXTRACTOR_TOKENS': 't'})"
+    run_env = env | {"EXTRACTOR_TOKENS": "t", "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-v", "-c", probe],
+        cwd=package,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from_source = [ln for ln in proc.stderr.splitlines() if ln.startswith(f"# code object from {package}")]
+    from_bytecode = [ln for ln in proc.stderr.splitlines() if ln.startswith(f"# {package}") and " matches " in ln]
+    assert from_source == []
+    assert len(from_bytecode) > 30
