@@ -472,3 +472,13 @@ def test_a_column_that_repeats_its_texts_holds_each_once() -> None:
     assert len({id(r[1]) for r in rows}) == 600
     assert [r[2] for r in rows[:4]] == [0, 1, 2, 0]
     assert [r[3] for r in rows[:3]] == [1, "x", 1]
+
+
+@pytest.mark.parametrize("quoted", ['t="e"', "t='e'", "t = \"e'", "t='e\"", 't ="e"'])
+def test_error_cells_are_found_however_the_type_is_quoted(quoted: str) -> None:
+    """The scan's cheap first test (a quote before an ``e``) lets every spelling of an error cell's type through."""
+    from extract_fn.formats.xlsx_format import _scan_errors
+
+    xml = f'<sheetData><row r="2"><c r="C2" s="1" {quoted}><v>#N/A</v></c><c r="D2" t="s"><v>0</v></c></row>'
+    assert _scan_errors(xml.encode()) == {(1, 2): "#N/A"}
+    assert _scan_errors(xml.replace(quoted, 't="n"').encode()) == {}

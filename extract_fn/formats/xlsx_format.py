@@ -50,6 +50,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import io
+import operator
 import posixpath
 import re
 import zipfile
@@ -100,7 +101,7 @@ _FORMULA_CELL = re.compile(
     re.DOTALL,
 )
 _ERROR_TYPE = re.compile(rb"\st\s*=\s*[\"']e[\"']")
-_QUOTED_E: Final = (b'"e"', b"'e'", b"\"e'", b"'e\"")  # every match of _ERROR_TYPE holds one of them
+_QUOTED_E: Final = (b'"e', b"'e")  # every match of _ERROR_TYPE holds one of them (two scans, not four: 37 ms each)
 _REF_ATTR = re.compile(rb"\br\s*=\s*[\"']([A-Za-z]{1,3})([0-9]{1,7})[\"']")
 _V = re.compile(rb"<" + _PREFIX + rb"v(?:\s[^>]*)?>(.*?)</" + _PREFIX + rb"v>", re.DOTALL)
 
@@ -570,7 +571,8 @@ def _add_sheet(
     def filled(v: Any) -> bool:
         return v is not None and v != ""
 
-    nonempty_rows = [i for i, row in enumerate(grid) if any(filled(v) for v in row)]
+    # (a row is filled unless every cell is None or "": counted in C, a million cells in a few ms)
+    nonempty_rows = [i for i, row in enumerate(grid) if row.count(None) + row.count("") != len(row)]
     if not nonempty_rows:
         add_table(
             builder, budget, name=name, columns=[], rows=[], first_row=1, header_rows=1,
@@ -588,8 +590,12 @@ def _add_sheet(
     columns: list[tuple[str, str]] = []
     typed: list[Sequence[Any]] = []
     dropped = 0
+    shortest = min(map(len, body), default=0)
     for j in range(cfirst, clast + 1):
-        col_values = [row[j] if j < len(row) else None for row in body]
+        if j < shortest:  # every row reaches the column (the usual sheet): picked in C
+            col_values = list(map(operator.itemgetter(j), body))
+        else:
+            col_values = [row[j] if j < len(row) else None for row in body]
         col_type, values, bad = convert_column(col_values)
         dropped += bad
         h = header[j] if j < len(header) else None
