@@ -290,7 +290,7 @@ class _Pass:
             # the check); without, every block, which orjson writes.
             k = 1 if raw is not None else m
             blocks = item.blocks(done, done + k, ids[:k], texts)
-            parts.append(_Part(item, blocks, numbers, ids, done, texts, raw))
+            parts.append(_Part(item, blocks, ids, done, texts, raw))
             self.run_done[id(item)] = done + m
             i += m
         return parts
@@ -303,7 +303,8 @@ class _Pass:
             if run is None:
                 held = fast.blocks_hold(_convert(part.blocks, _BLOCKS), self.ids, self.bounds, self.runs)
             else:  # a run's blocks: the first converted stands for what they share (fast.run_blocks_hold)
-                lo, hi = part.at, part.at + len(part.numbers)
+                ids = cast("RunIdList", part.ids)  # a run's part has its ids
+                lo, hi = part.at, part.at + len(ids)
                 if part.json is None:  # the texts and ids tested are the dicts' (those written)
                     texts, block_ids = list(map(_GET_TEXT, part.blocks)), list(map(_GET_ID, part.blocks))
                 else:  # the JSON was written from the run's texts, and the ids from its numbers: the run's ids
@@ -315,7 +316,7 @@ class _Pass:
                     self.ids,
                     self.runs,
                     bounds=self.bounds,
-                    ids=cast("RunIdList", part.ids),
+                    ids=ids,
                     rows=run.rows[lo:hi],
                     lines=None if run.lines is None else (run.lines[0][lo:hi], run.lines[1][lo:hi]),
                 )
@@ -329,12 +330,11 @@ class _Pass:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Part:
-    """A stretch of a chunk of blocks: plain dicts (``run`` None), or blocks made from ``run``, of ``numbers``."""
+    """A stretch of a chunk of blocks: plain dicts (``run`` None), or blocks made from ``run``, of ``ids``."""
 
     run: RowRun | None
     blocks: list[Any]  # a run's: all its blocks, or only the first where ``json`` was made without them
-    numbers: Sequence[int] = ()
-    ids: RunIdList | None = None  # a run's: its blocks' ids
+    ids: RunIdList | None = None  # a run's: its blocks' ids (its prefix and their numbers)
     at: int = 0  # the run's index of the first of ``blocks``
     texts: Sequence[str] = ()
     json: bytes | None = None  # a run's blocks' JSON (``row_runs.run_json``), when made from its values
