@@ -397,3 +397,54 @@ def test_corpus_footer_row_count_disagreement() -> None:
     art = _corpus("repeated_no_annotation")
     assert art["coverage"]["total"] == 6
     assert any("footer says 0 rows" in w for w in art["warnings"])
+
+
+def _varint2(n: int) -> bytes:
+    """``n``'s zigzag varint in exactly two bytes (non-minimal where it fits one: readers accept it)."""
+    z = (n << 1) ^ (n >> 63)
+    assert 0 <= z < 1 << 14
+    return bytes([(z & 0x7F) | 0x80, z >> 7])
+
+
+def _footer_rows_set(data: bytes, rows: int, new: int) -> bytes:
+    """``data`` with the footer's own row count (FileMetaData field 3: header byte 0x16, then the zigzag varint)
+    made ``new``, in as many bytes; the row groups' counts (the same bytes) are left as they are."""
+    footer_at = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    old = b"\x16" + _varint2(rows)
+    start = data.find(old, footer_at)
+    while start != -1:
+        patched = data[: start + 1] + _varint2(new) + data[start + 3 :]
+        try:
+            if pq.ParquetFile(pa.BufferReader(patched)).metadata.num_rows == new:
+                return patched
+        except (OSError, pa.ArrowException):
+            pass
+        start = data.find(old, start + 1)
+    raise AssertionError(f"no footer row count of {rows} found")
+
+
+def test_a_negative_footer_row_count_is_read_with_a_warning() -> None:
+    data = _footer_rows_set(write(pa.table({"a": list(range(77))})), 77, -42)
+    art = run(data)
+    assert art["coverage"]["total"] == art["coverage"]["extracted"] == 77
+    assert art["coverage"]["complete"] is True
+    assert art["tables"][0]["locator"] == {"row_start": 1, "row_end": 77}
+    assert len(art["tables"][0]["rows"]) == 77
+    assert any("row count (-42) is negative" in w for w in art["warnings"]), art["warnings"]
+
+
+def test_a_created_by_that_is_not_utf8_is_left_out_with_a_warning() -> None:
+    data = write(pa.table({"a": [1, 2, 3]}))
+    assert data.count(b"parquet-cpp-arrow") == 1
+    art = run(data.replace(b"parquet-cpp-arrow", b"parquet-\xff\xfe\xfd-arrow"))
+    assert art["attrs"]["created_by"] == ""
+    assert [r[0] for r in art["tables"][0]["rows"]] == [1, 2, 3]
+    assert any("created_by" in w and "not UTF-8" in w for w in art["warnings"]), art["warnings"]
+
+
+def test_a_column_name_that_is_not_utf8_is_corrupt_with_what_python_said() -> None:
+    data = write(pa.table({"name_ok": [1]}))
+    err = error_of(data.replace(b"name_ok", b"name\xff\xfeo"))
+    assert err.code == ErrorCode.CORRUPT
+    assert "cannot be read" in err.message, err.message
+    assert "utf-8" in err.message, err.message

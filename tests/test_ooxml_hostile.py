@@ -44,7 +44,16 @@ def bad_crc(fmt: str) -> bytes:
     return bytes(raw)
 
 
+def later_zip_version(fmt: str) -> bytes:
+    """A package whose first central directory entry says it needs zip version 9.5 to extract (zipfile reads 6.3)."""
+    raw = bytearray(package(with_main(fmt, "<a/>")))
+    at = raw.index(b"PK\x01\x02")
+    raw[at + 6 : at + 8] = (95).to_bytes(2, "little")
+    return bytes(raw)
+
+
 CASES: dict[str, tuple[Callable[[str], bytes], ErrorCode]] = {
+    "a part that needs a later zip version": (later_zip_version, ErrorCode.CORRUPT),
     "not a zip": (lambda fmt: b"PK\x03\x04 garbage" * 10, ErrorCode.CORRUPT),
     "empty zip": (lambda fmt: package({}), ErrorCode.CORRUPT),
     "encrypted (OLE)": (lambda fmt: b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100, ErrorCode.CORRUPT),
@@ -91,3 +100,10 @@ def test_a_hostile_package_gets_one_answer_in_every_ooxml_format(case: str) -> N
     assert answers["docx"][0] is code
     assert answers["pptx"] == answers["docx"], answers
     assert answers["xlsx"] == answers["docx"], answers
+
+
+def test_a_later_zip_version_is_named_not_a_parser_failure() -> None:
+    code, message = answer("docx", later_zip_version("docx"))
+    assert code is ErrorCode.CORRUPT
+    assert "zip file version 9.5" in message, message
+    assert "save it again" in message, message

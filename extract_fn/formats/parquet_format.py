@@ -158,6 +158,16 @@ def _plain_or_dictionary(pf: Any, names: set[str]) -> bool:
     return True
 
 
+def _created_by(md: Any, builder: ArtifactBuilder) -> str:
+    """The footer's ``created_by`` (the writer's name), or "" with a warning where it is not UTF-8: a label only,
+    so a damaged one does not stop the rows being read."""
+    try:
+        return clean_str(md.created_by or "")
+    except UnicodeDecodeError:
+        builder.warn("the footer's created_by (the writer's name) is not UTF-8 text; it was left out")
+        return ""
+
+
 def _short(msg: str) -> str:
     msg = " ".join(msg.split())
     return msg[:300]
@@ -681,16 +691,17 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         row_bytes = _check_bomb(pf, len(data), request.max_output_bytes, request.limits)
         schema = pf.schema_arrow
         md = pf.metadata
-    except (OSError, pa.ArrowException, ValueError) as exc:
+        names = [clean_str(f.name) or f"column_{i + 1}" for i, f in enumerate(schema)]
+        footer_rows, row_groups = md.num_rows, md.num_row_groups
+    except (OSError, pa.ArrowException, ValueError) as exc:  # UnicodeDecodeError (a name not UTF-8) is a ValueError
         raise _corrupt(f"the Parquet file's metadata cannot be read: {_short(str(exc))}") from None
-    names = [clean_str(f.name) or f"column_{i + 1}" for i, f in enumerate(schema)]
     convs = [converter_for(f.type) for f in schema]
     types = [c[0] for c in convs]
     notes = Notes()
     budget = output_budget(request, BudgetKind.TABLE)
-    builder.attrs.update(
-        {"row_groups": md.num_row_groups, "created_by": clean_str(md.created_by or ""), "num_rows": md.num_rows}
-    )
+    builder.attrs.update({"row_groups": row_groups, "created_by": _created_by(md, builder), "num_rows": footer_rows})
+    if footer_rows < 0:  # damaged: the rows are read as they come, and the count read is the table's
+        builder.warn(f"the footer's row count ({footer_rows}) is negative; the rows were counted as they were read")
 
     # One pass, a record batch at a time: each batch's values become its table rows and row blocks (measured
     # against the budget) before the next batch is read, and reading stops once the budget is spent.
@@ -701,7 +712,7 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
         columns=list(zip(names, types, strict=True)),
         first_row=1,
         header_rows=0,
-        table_locator=_table_locator(md.num_rows),
+        table_locator=_table_locator(max(footer_rows, 0)),
     )
     prefixes = [f"{n}: " for n in names]
     batch_rows = max(MIN_BATCH_ROWS, min(MAX_BATCH_ROWS, BATCH_BYTES // max(row_bytes, 1)))
@@ -732,9 +743,9 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             raise _encrypted() from None
         raise _corrupt(f"the Parquet file's data cannot be read: {_short(msg)}") from None
 
-    total = max(md.num_rows, seen)
-    if not stopped and seen != md.num_rows:
-        builder.warn(f"the footer says {md.num_rows} rows but {seen} were read")
+    total = max(footer_rows, seen)
+    if not stopped and seen != footer_rows and footer_rows >= 0:
+        builder.warn(f"the footer says {footer_rows} rows but {seen} were read")
     attrs: dict[str, Any] = {}
     if notes.binary_columns:
         attrs["binary_columns"] = sorted(notes.binary_columns)

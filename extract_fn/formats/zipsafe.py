@@ -41,6 +41,12 @@ def open_package(data: bytes, kind: str, limits: Limits = LIMITS) -> zipfile.Zip
         infos = zf.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} file is not a readable zip package: {exc}") from None
+    except NotImplementedError as exc:  # a member says it needs a later zip version than zipfile reads
+        raise ExtractionError(
+            ErrorCode.CORRUPT,
+            f"the {kind} package needs a zip feature this reader does not have ({exc}); save it again as a plain "
+            f".{kind}",
+        ) from None
     if not infos:
         raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} file is an empty zip archive with no parts")
     if len(infos) > limits.zip_max_members:
