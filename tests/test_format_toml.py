@@ -244,6 +244,16 @@ def test_integers_outside_64_bits_are_corrupt() -> None:
     assert run("a = 9223372036854775807\n")["blocks"][0]["attrs"]["value"] == 2**63 - 1
 
 
+@pytest.mark.parametrize("value", ["9" * 5000, "[1, " + "1_" * 4400 + "1]", "-" + "12" * 3000])
+def test_an_integer_past_pythons_digit_limit_is_corrupt_with_its_line(value: str) -> None:
+    """Python's int() refuses over 4300 digits (a ValueError, not tomllib's error): the same answer as any
+    integer outside 64 bits, with its line, from toml_rs's walk and from tomllib's (which reads the file when
+    toml_rs refuses it: here for the broken line after the integer, which tomllib never reaches)."""
+    for tail in ("", "broken = = 1\n"):
+        msg = fails(f"[t]\nok = 1\nbig = {value}\n{tail}", ErrorCode.CORRUPT)
+        assert "outside signed 64 bits (at line 3)" in msg, msg
+
+
 def test_invalid_toml_names_the_line() -> None:
     msg = fails("[a]\nx = 1\nx = 2\n", ErrorCode.CORRUPT)
     assert "line 3" in msg

@@ -25,7 +25,7 @@ from typing import Any
 
 from extract_fn.formats.chart_axis_scale import AUTO_INTERVALS, ScaleRequest, scale
 from extract_fn.formats.chart_number_format import EPOCH_1900, format_number
-from extract_fn.formats.ooxml_text import local
+from extract_fn.formats.ooxml_text import local, uint_attr
 
 DEFAULT_FONT_PT = 10.0  # LibreOffice's chart text size when the part sets none
 PLOT_SHARE = 0.8  # the share of the drawing an axis runs along (titles, labels and margins take the rest)
@@ -115,9 +115,9 @@ def _numbers(el: Any, limit: int) -> dict[int, float]:
                     break
                 v = _child(pt, "v")
                 x = _float(v.text if v is not None else None)
-                idx = pt.get("idx") or ""
-                if x is not None and idx.isascii() and idx.isdigit():
-                    out[int(idx)] = x
+                idx = uint_attr(pt.get("idx"))
+                if x is not None and idx is not None:
+                    out[idx] = x
             break
     return out
 

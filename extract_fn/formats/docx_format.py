@@ -66,7 +66,16 @@ from extract_fn.formats.ooxml_drawing import (
     report_pictures,
 )
 from extract_fn.formats.ooxml_math import linear_text
-from extract_fn.formats.ooxml_text import MC_NS, child, first_children, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import (
+    MC_NS,
+    child,
+    first_children,
+    local,
+    main_part,
+    parse_part,
+    read_rels,
+    uint_attr,
+)
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget, output_budget
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.zipsafe import has_member, with_package
@@ -354,8 +363,8 @@ def _extent(el: Any) -> tuple[int, int] | None:
     for up in el.iterancestors():
         if local(up.tag) in ("inline", "anchor"):
             ext = _child(up, "extent")
-            cx, cy = (ext.get("cx") or "", ext.get("cy") or "") if ext is not None else ("", "")
-            return (int(cx), int(cy)) if cx.isdigit() and cy.isdigit() else None
+            cx, cy = (uint_attr(ext.get("cx")), uint_attr(ext.get("cy"))) if ext is not None else (None, None)
+            return (cx, cy) if cx is not None and cy is not None else None
     return None
 
 

@@ -29,6 +29,13 @@ _LOCAL_NAMES: dict[Any, str] = {}  # tag -> local name: a package uses a few hun
 _MAX_LOCAL_NAMES = 4096  # past this many distinct tags (a hostile part), names are computed, not remembered
 
 
+def uint_attr(text: str | None) -> int | None:
+    """An unsigned integer attribute (an EMU length, a point's index) written in ASCII digits, or None: absent,
+    not such digits (``str.isdigit`` alone passes "²", which ``int`` refuses), or over 18 digits (past int64, and
+    never near ``int``'s own limit of 4300 digits, a ValueError)."""
+    return int(text) if text and len(text) <= 18 and text.isascii() and text.isdigit() else None
+
+
 def local(tag: Any) -> str:
     """An element's local name ('' for comments, entities and processing instructions)."""
     name = _LOCAL_NAMES.get(tag)

@@ -42,7 +42,7 @@ from extract_fn.formats.ooxml_drawing import (
     r_attr,
     report_pictures,
 )
-from extract_fn.formats.ooxml_text import MC_NS, child, local, main_part, parse_part, read_rels
+from extract_fn.formats.ooxml_text import MC_NS, child, local, main_part, parse_part, read_rels, uint_attr
 from extract_fn.formats.output_budget import BudgetKind, output_budget
 from extract_fn.formats.pptx_numbering import NO_INHERITED, AutoNumbers, InheritedBullets
 from extract_fn.formats.safe_xml import DtdRefused
@@ -103,8 +103,7 @@ _child = child
 
 def _emu(el: Any, name: str) -> int | None:
     """An EMU length attribute (``cx``, ``cy``), None when absent or not a number."""
-    v = el.get(name) if el is not None else None
-    return int(v) if v is not None and v.isdigit() else None
+    return uint_attr(el.get(name)) if el is not None else None
 
 
 def _first(el: Any, tags: frozenset[str]) -> Any:

@@ -75,8 +75,15 @@ _ONE_INT: Final = re.compile(_INT)
 MAX_EXPONENT_DIGITS: Final = 40  # "1e40" written out is 41 digits; past that a value stays text
 
 
+# The most characters an integer within int64 has ("-9223372036854775808"): a longer one is never converted, so
+# int() never meets a value past its own limit of 4300 digits (a ValueError, sys.int_info.str_digits_check_threshold).
+_INT64_CHARS: Final = 20
+
+
 def _ints_fit(values: Sequence[str]) -> bool:
-    return max(map(len, values)) < 19 or all(len(v) < 19 or INT64_MIN <= int(v) <= INT64_MAX for v in values)
+    return max(map(len, values)) < 19 or all(
+        len(v) < 19 or (len(v) <= _INT64_CHARS and INT64_MIN <= int(v) <= INT64_MAX) for v in values
+    )
 
 
 def plain_decimal(text: str) -> str | None:
@@ -99,6 +106,8 @@ def plain_decimal(text: str) -> str | None:
 def _number_text(v: str) -> int | str:
     """One value of a CSV number column: int when it is a plain integer within int64, else its exact digits."""
     if "." not in v and "e" not in v and "E" not in v:
+        if len(v) > _INT64_CHARS:
+            return v
         n = int(v)
         return n if INT64_MIN <= n <= INT64_MAX else v
     if "e" in v or "E" in v:
@@ -106,6 +115,8 @@ def _number_text(v: str) -> int | str:
         if p is None:  # cannot happen after the column matched _ALL_EXP, but never send a non-number
             return v
         if "." not in p:
+            if len(p) > _INT64_CHARS:
+                return p
             n = int(p)
             return n if INT64_MIN <= n <= INT64_MAX else p
         return p

@@ -360,6 +360,9 @@ def _load_tomllib(text: str) -> dict[str, Any]:
         raise ExtractionError(
             ErrorCode.RESOURCE_LIMIT, "the TOML values are nested deeper than the parser can follow"
         ) from None
+    except ValueError:  # not a TOMLDecodeError: int() refused an integer of over 4300 digits (sys.int_info)
+        digits = _LONG_DIGITS_RE.search(text)
+        raise _big_int_error(text.count("\n", 0, digits.start()) + 1 if digits else None) from None
 
 
 def _is_space_like(ch: str) -> bool:
@@ -884,11 +887,14 @@ def _key_value(st: _Keys, item: KeyValue, line: int) -> bool:
     return False
 
 
-def _big_int_error(line: int) -> ExtractionError:
+def _big_int_error(line: int | None) -> ExtractionError:
+    where = f" (at line {line})" if line is not None else ""
     return ExtractionError(
-        ErrorCode.CORRUPT,
-        f"not valid TOML: an integer outside signed 64 bits (at line {line}); TOML 1.0 integers are 64-bit",
+        ErrorCode.CORRUPT, f"not valid TOML: an integer outside signed 64 bits{where}; TOML 1.0 integers are 64-bit"
     )
+
+
+_LONG_DIGITS_RE: Final = re.compile(r"(?:[0-9]_?){4301,}")  # an integer past Python's int() limit of 4300 digits
 
 
 def _last_index(seg: str) -> int:
