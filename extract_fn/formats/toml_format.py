@@ -894,7 +894,8 @@ def _big_int_error(line: int | None) -> ExtractionError:
     )
 
 
-_LONG_DIGITS_RE: Final = re.compile(r"(?:[0-9]_?){4301,}")  # an integer past Python's int() limit of 4300 digits
+# An integer past Python's int() limit of 4300 digits; matched only from a run's start, so each run is read once.
+_LONG_DIGITS_RE: Final = re.compile(r"(?<![0-9_])(?:[0-9]_?){4301,}")
 
 
 def _last_index(seg: str) -> int:
