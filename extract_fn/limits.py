@@ -89,6 +89,11 @@ class Limits:
     pdf_max_outline_entries: int = _limit(10_000, "outline (bookmark) entries read")
     pdf_max_path_objects: int = _limit(20_000, "path objects of a page read for ruling lines; past it none are used")
     pdf_max_path_segments: int = _limit(200_000, "path segments of a page read for ruling lines")
+    pdf_max_form_drawings: int = _limit(
+        100_000,
+        "form XObject drawings pdfium parses for one page (a form that draws itself twice is parsed 2^40 times); "
+        "past it the page is failed, not loaded",
+    )
     pdf_max_form_depth: int = _limit(6, "form XObjects nested in form XObjects, walked for text and lines")
     pdf_max_table_cells: int = _limit(200_000, "cells of one ruled grid before it is not taken as a table")
 

@@ -337,6 +337,59 @@ def many_text_operators_pdf(count: int = 3_000_000) -> bytes:
     )
 
 
+def multiplying_forms_pdf(
+    levels: int | None,
+    *,
+    draws: int = 2,
+    name: bytes = b"/X0",
+    inherit: bool = False,
+    form_filter: bytes = b"",
+) -> bytes:
+    """A PDF of two pages: page 1 plain text; page 2 draws form ``X0``. ``levels=None``: X0 draws itself ``draws``
+    times (a loop pdfium follows 40 levels down: draws^40 drawings); else a chain of ``levels`` forms, each drawing
+    the next ``draws`` times (sum of draws^k drawings) and showing its own line of text. ``name`` is how the forms'
+    content spells X0 (``/X#30`` is the same name); ``inherit``: a looping form has no resources of its own and
+    finds X0 in the page's; ``form_filter``: the forms' content is stored hex-encoded (``/ASCIIHexDecode``)."""
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+    plain = _pdf_stream(b"BT /F1 12 Tf 72 720 Td (a plain page) Tj ET")
+    first_form = 7
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [5 0 R 6 0 R] /Count 2 >>",
+        font,
+        plain,
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 3 0 R >> >> >>",
+    ]
+    drawing_page = len(objects) + 1
+    objects.append(b"")  # the drawing page, filled in below (its content stream follows the forms)
+
+    def form(body: bytes, next_form: int | None) -> bytes:
+        xobject = b" /XObject << /X0 %d 0 R >>" % next_form if next_form is not None else b""
+        resources = b"" if inherit else b" /Resources << /Font << /F1 3 0 R >>%s >>" % xobject
+        if form_filter:
+            body = body.hex().encode() + b">"
+        return _pdf_stream(body, b"/Type /XObject /Subtype /Form /BBox [0 0 612 792]%s%s" % (resources, form_filter))
+
+    if levels is None:
+        objects.append(form(b"%s Do " % name * draws + b"BT /F1 12 Tf 72 700 Td (loop) Tj ET", first_form))
+    else:
+        for level in range(levels):
+            last = level == levels - 1
+            body = (b"" if last else b"%s Do " % name * draws) + b"BT /F1 12 Tf 72 %d Td (level %d) Tj ET" % (
+                700 - 10 * level,
+                level,
+            )
+            objects.append(form(body, None if last else first_form + level + 1))
+    contents = len(objects) + 1
+    objects.append(_pdf_stream(b"/X0 Do"))
+    objects[drawing_page - 1] = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
+        b" /Resources << /Font << /F1 3 0 R >> /XObject << /X0 %d 0 R >> >> >>" % (contents, first_form)
+    )
+    return _pdf(objects)
+
+
 def image_pages_pdf(pages: int = 500, side_pt: int = 72, image_px: int = 300) -> bytes:
     """A scan-like PDF: ``pages`` pages without a text layer, each showing one (shared) blank ``image_px`` square
     image over a square page of ``side_pt`` points. 500 pages ask OCR for far more than a file's OCR cap and budget;

@@ -158,6 +158,41 @@ def test_a_pdf_page_of_3_million_text_operators(pool: WorkerPool) -> None:
     assert f"more than {LIMITS.pdf_max_text_operators:,} text operators" in err.message
 
 
+_MULTIPLYING_FORMS = {
+    "loop": {"levels": None},
+    "chain_of_18": {"levels": 18},  # 262,143 drawings: 0.6 s and 440 MB of pdfium, past the limit of 100,000
+    "escaped_name": {"levels": None, "name": b"/X#30"},
+    "inherited_resources": {"levels": None, "inherit": True},
+    "hex_encoded_forms": {"levels": None, "form_filter": b" /Filter /ASCIIHexDecode"},
+}
+
+
+@pytest.mark.parametrize("shape", list(_MULTIPLYING_FORMS), ids=list(_MULTIPLYING_FORMS))
+def test_a_pdf_page_whose_forms_multiply_is_failed_and_the_others_read(pool: WorkerPool, shape: str) -> None:
+    """2 KB: a form drawing itself twice ran the worker out of its 2 GiB in 3.5 s (pdfium parses each drawing anew,
+    40 levels down). Each shape is one way the drawing is found: by name, escaped, through the page's resources, in
+    a stream the byte scan cannot read."""
+    artifact = _artifact(pool, "pdf", hi.multiplying_forms_pdf(**_MULTIPLYING_FORMS[shape]))
+    coverage = artifact["coverage"]
+    assert coverage["extracted"] == 1
+    assert [f["unit"] for f in coverage["failed"]] == ["page 2"]
+    assert f"would be drawn more than {LIMITS.pdf_max_form_drawings:,} times" in coverage["failed"][0]["reason"]
+    assert coverage["complete"] is False
+    assert [b["text"] for b in artifact["blocks"]] == ["a plain page"]
+
+
+@pytest.mark.parametrize("kwargs", [{"levels": 12}, {"levels": None, "draws": 1}], ids=["chain_of_12", "single_loop"])
+def test_a_pdf_page_whose_forms_stay_under_the_limit_is_read(pool: WorkerPool, kwargs: dict[str, Any]) -> None:
+    """A chain of 12 forms drawing the next twice (4,095 drawings) and a form drawing itself once (pdfium stops 40
+    levels down: 40 drawings) are read with their text."""
+    artifact = _artifact(pool, "pdf", hi.multiplying_forms_pdf(**kwargs))
+    coverage = artifact["coverage"]
+    assert coverage["failed"] == []
+    assert coverage["extracted"] == 2
+    text = " ".join(b["text"] for b in artifact["blocks"])
+    assert ("level 11" if kwargs["levels"] else "loop") in text
+
+
 def test_a_small_pdf_under_every_pre_check_still_extracts(pool: WorkerPool) -> None:
     data = hi.one_page_pdf(b"BT /F1 12 Tf 72 720 Td (" + b"one page " * 3 + b") Tj ET", kids=1)
     artifact = _artifact(pool, "pdf", data)

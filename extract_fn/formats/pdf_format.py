@@ -52,8 +52,9 @@ in the reading order.
 Coverage: a page is extracted when its text was read (a blank page counts as extracted). A page without a text
 layer that holds an image is read by OCR (``extract_fn.ocr``: its paragraphs carry ``attrs.ocr``) and is then
 extracted; one OCR could not read (off, past the file's OCR cap or budget, nothing found) is failed with that reason
-and ``coverage.lost`` gets ``ocr``; a page pdfium cannot load is failed as damaged; pages past the output budget are
-failed as cut.
+and ``coverage.lost`` gets ``ocr``; a page pdfium cannot load is failed as damaged; a page whose form XObjects draw
+one another past ``pdf_max_form_drawings`` is failed without being loaded (``pdf_forms``); pages past the output
+budget are failed as cut.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ from extract_fn.formats import pdf_calls as C
 from extract_fn.formats import pdf_text
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget
+from extract_fn.formats.pdf_forms import forms_may_multiply, pages_over_limit
 from extract_fn.formats.pdf_page_count import declared_page_count
 from extract_fn.formats.pdf_streams import check_streams
 from extract_fn.limits import Limits
@@ -93,6 +95,13 @@ UNIT = "pages"
 SCANNED_REASON = "no text layer (scanned image); OCR not available"
 DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
+
+
+def _forms_reason(limit: int) -> str:
+    return (
+        f"not read: its form XObjects (drawings that draw other drawings) would be drawn more than {limit:,} times, "
+        "nested or in a loop, past this service's limit"
+    )
 
 
 MAX_RULE_PAIRS = 400_000  # horizontal x vertical rules past which grids are not looked for (the pairing is quadratic)
@@ -192,10 +201,11 @@ class TableItem:
 class PageResult:
     number: int
     items: list[Para | TableItem] = field(default_factory=list)
-    status: str = "ok"  # ok | plain (read without layout) | scanned | damaged | cut
+    status: str = "ok"  # ok | plain (read without layout) | scanned | damaged | forms (not loaded) | cut
     tables_abandoned: list[str] = field(default_factory=list)  # why ruled-table detection gave up on the page
     unmapped: int = 0  # characters left out: their font maps them to no text
     ocr: OcrOutcome | None = None  # a scanned page's OCR (None: OCR is off)
+    reason: str = ""  # why a page not loaded ("forms") is failed
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -222,6 +232,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         n_pages = len(pdf)
         if n_pages > limits.pdf_max_pages:
             raise _too_many_pages(n_pages, limits.pdf_max_pages)
+        multiplying = pages_over_limit(data, limits.pdf_max_form_drawings) if forms_may_multiply(data) else None
         builder = ArtifactBuilder(
             "pdf",
             parser=PARSER,
@@ -241,6 +252,9 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         for index in range(n_pages):
             if budget.over(budget.used):
                 pages.append(PageResult(index + 1, status="cut"))
+                continue
+            if multiplying and index in multiplying:
+                pages.append(PageResult(index + 1, status="forms", reason=_forms_reason(limits.pdf_max_form_drawings)))
                 continue
             result = _read_page(pdf, index, limits, ocr)
             budget.charge(_estimate(result))
@@ -1911,6 +1925,9 @@ def _emit(
             continue
         if page.status == "damaged":
             builder.fail(f"page {p}", DAMAGED_REASON)
+            continue
+        if page.status == "forms":
+            builder.fail(f"page {p}", page.reason)
             continue
         if page.status == "plain":
             builder.warn(f"page {p} has broken geometry: its text is in content order, without layout")

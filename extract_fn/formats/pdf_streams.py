@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -36,6 +37,23 @@ class StreamProblem:
     """Why the file is refused: ``message`` says what and the limit."""
 
     message: str
+
+
+def streams(data: bytes) -> Iterator[tuple[int, bytes, int]]:
+    """Each stream of ``data``: its number (1-based, in file order), its dictionary's bytes and where its data
+    starts."""
+    number = 0
+    for m in _STREAM.finditer(data):
+        if data[m.start() - 3 : m.start()] == b"end":
+            continue
+        number += 1
+        yield number, _dictionary(data, m.start()), m.end()
+
+
+def stored_body(data: bytes, start: int) -> bytes:
+    """The data of a stream stored without a filter: up to its ``endstream`` (or the file's end)."""
+    end = data.find(b"endstream", start)
+    return data[start : end if end >= 0 else len(data)]
 
 
 def _dictionary(data: bytes, start: int) -> bytes:
@@ -58,17 +76,11 @@ def check_streams(
     inflated bytes that inflates more than ``max_ratio`` times what it consumed is a bomb: refused there, without
     inflating (and scanning) the rest up to ``max_stream_bytes``."""
     total = 0
-    number = 0
-    for m in _STREAM.finditer(data):
-        if data[m.start() - 3 : m.start()] == b"end":
-            continue
-        number += 1
-        head = _dictionary(data, m.start())
+    for number, head, start in streams(data):
         if _IMAGE.search(head) and _WIDTH.search(head):
             continue
         if b"/Filter" not in head:  # stored as is: only its operators can be too many
-            end = data.find(b"endstream", m.end())
-            raw = data[m.end() : end if end >= 0 else len(data)]
+            raw = stored_body(data, start)
             if _text_operators(raw) > max_text_operators:
                 return _too_many_operators(number, max_text_operators)
             continue
@@ -76,7 +88,7 @@ def check_streams(
             continue
         inflater = zlib.decompressobj()
         size = operators = fed = 0
-        pos = m.end()
+        pos = start
         pending = b""
         while not inflater.eof:
             if not pending:

@@ -38,6 +38,11 @@ _XML_SPACE: Final = " \t\r\n\ufeff"
 _PLAIN_PROLOG: Final = re.compile(rb"(?:\xef\xbb\xbf)?(?:[ \t\r\n]+|<\?.*?\?>|<!--.*?-->)*<(?![!?])", re.DOTALL)
 _DECL_ENCODING: Final = re.compile(rb"""<\?xml[^>]{0,512}?encoding\s*=\s*["']([A-Za-z0-9._:-]{1,64})["']""")
 
+# libxml2's depth limit without XML_PARSE_HUGE (``xmlParserMaxDepth``), and how its error starts (the rest names an
+# option the file's sender cannot set).
+LIBXML2_MAX_DEPTH: Final = 256
+_TOO_DEEP: Final = "Excessive depth in document"
+
 _PARSER: Any = None
 
 
@@ -203,6 +208,12 @@ def parse(data: bytes, part: str, kind: str) -> Any:
     except _ExternalLoadRefused:
         raise dtd_refused(part, kind) from None
     except etree.XMLSyntaxError as exc:
+        if str(exc).startswith(_TOO_DEEP):
+            raise ExtractionError(
+                ErrorCode.CORRUPT,
+                f"part {part} of the {kind} file nests its XML elements more than {LIBXML2_MAX_DEPTH} levels deep, "
+                "past the XML parser's limit (nested tables or content controls this deep cannot be read here)",
+            ) from None
         raise ExtractionError(
             ErrorCode.CORRUPT, f"part {part} of the {kind} file is not well-formed XML: {exc}"
         ) from None

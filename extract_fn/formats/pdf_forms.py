@@ -1,0 +1,171 @@
+"""Pages whose form XObjects multiply: found before pdfium loads the page, which would parse every drawing.
+
+A form XObject is a drawing a content stream draws by name (``/X0 Do``); a form may draw forms. pdfium parses a
+page's forms when it loads the page (``FPDF_LoadPage``), each drawing anew, and stops only 40 levels down
+(``kMaxFormLevel``; it does not see that a form draws itself). So a form that draws itself twice, or a chain of
+forms each drawing the next twice, is parsed 2^40 times: a 1 KB page ran a worker out of its 2 GiB after 3.5 s,
+and 18 levels (262,143 drawings) cost pdfium 0.6 s and 440 MB. Other readers differ too (Ghostscript stops at
+the loop; pdf.js looped forever: mozilla/pdf.js#19800); ISO 32000 sets no limit.
+
+Two steps, so that a common file pays nothing:
+
+1. ``forms_may_multiply`` reads the bytes (``pdf_streams.streams``): only a form that draws two or more
+   things, a form this pass cannot read (another filter, damage, encryption), or more forms that draw something
+   than pdfium's 40 levels can make a page parse more drawings than the file holds. 3 of the corpus's 52 PDFs.
+2. Then ``pages_over_limit`` resolves the drawings by name with pypdf (imported only then, 88 ms): per page, the
+   drawings pdfium would parse (a form draws only forms its own resources name, else its parent's, as in
+   pdfium's ``CPDF_Form``), counted level by level as pdfium recurses, memoized by form, resources and level,
+   and stopped once past the limit. A file pypdf cannot read gives None: pdfium reads it as before, and the
+   worker contains what happens (a crash costs one worker and is remembered by the pool).
+
+A tiling pattern or a Type 3 glyph can draw forms too; pdfium parses those when it renders (OCR) or reads text
+in that font, not when it loads the page, and they are not counted here.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import zlib
+from collections import Counter
+from typing import Any, Final
+
+from extract_fn.formats.pdf_streams import stored_body, streams
+
+PDFIUM_MAX_FORM_LEVEL: Final = 40  # pdfium's kMaxFormLevel (cpdf_streamcontentparser.cpp)
+_FORM: Final = re.compile(rb"/Subtype\s*/Form\b")
+_FLATE_ONLY: Final = re.compile(rb"/Filter\s*(?:\[\s*)?/(?:FlateDecode|Fl)\s*\]?\s*(?=[/>])")
+_SCAN_BYTES: Final = 1 << 20  # a form's content read for its drawings in step 1; past it, step 2 decides
+# ``/Name Do``: a name's bytes run to a delimiter or white space (ISO 32000-1 7.3.5); "#xx" is an escaped byte.
+_DO: Final = re.compile(rb"/([^\s/\[\]<>(){}%]*)\s*Do\b")
+_WORK: Final = 2_000_000  # (form, name) steps of step 2 per file; past it, the pages not yet counted are over
+
+
+def forms_may_multiply(data: bytes) -> bool:
+    """Whether some page of ``data`` may parse more drawings than the file holds (step 1)."""
+    drawing_forms = 0
+    for _number, head, start in streams(data):
+        if not _FORM.search(head):
+            continue
+        content = _form_content(data, head, start)
+        if content is None:
+            return True
+        draws = content.count(b"Do")  # counts high (the bytes in a string or a name count too): never misses one
+        if draws >= 2:
+            return True
+        drawing_forms += draws
+    return drawing_forms > PDFIUM_MAX_FORM_LEVEL
+
+
+def _form_content(data: bytes, head: bytes, start: int) -> bytes | None:
+    """A form's content (at most ``_SCAN_BYTES``), or None where this pass cannot read it whole."""
+    if b"/Filter" not in head:
+        return stored_body(data, start)
+    if not _FLATE_ONLY.search(head):
+        return None
+    inflater = zlib.decompressobj()
+    try:
+        content = inflater.decompress(data[start : start + _SCAN_BYTES], _SCAN_BYTES)
+    except zlib.error:
+        return None
+    return content if inflater.eof else None
+
+
+def pages_over_limit(data: bytes, limit: int) -> set[int] | None:
+    """The 0-based pages on which pdfium would parse more than ``limit`` form drawings, or None when pypdf cannot
+    read the file."""
+    try:
+        from pypdf import PdfReader
+
+        logging.getLogger("pypdf").setLevel(logging.ERROR)  # its notes on a damaged file are not the service's
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted:
+            reader.decrypt("")  # a file with an owner password only opens so; one asking for a password, not here
+        counter = _DrawingCounter(limit)
+        over: set[int] = set()
+        for index, page in enumerate(reader.pages):
+            if counter.exhausted or counter.page(page) > limit:
+                over.add(index)
+        return over
+    except Exception:  # pypdf raises many kinds on a damaged file (and RecursionError): pdfium then decides, as before
+        return None
+
+
+class _DrawingCounter:
+    """Counts the form drawings pdfium parses for a page, sharing what it learned between pages."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.work = 0
+        self.exhausted = False
+        self._names: dict[int, Counter[bytes]] = {}  # id(form) -> its content's drawings by name
+        self._memo: dict[tuple[int, int, int], int] = {}  # (id(form), id(resources), level) -> drawings under it
+        self._keep: list[Any] = []  # what an id() above names stays alive while the ids are keys
+        self._keys: dict[bytes, str] = {}  # a name's bytes in content -> its key in a pypdf dictionary
+
+    def page(self, page: Any) -> int:
+        contents = page.get_contents()
+        content = contents.get_data() if contents is not None else b""
+        return self._drawings(_names(content), _resolved(page.get("/Resources")), 0)
+
+    def _drawings(self, names: Counter[bytes], resources: Any, level: int) -> int:
+        """The drawings parsed for content that draws ``names`` with ``resources``, ``level`` forms down."""
+        xobjects = _resolved(resources.get("/XObject")) if resources is not None else None
+        if xobjects is None:
+            return 0
+        total = 0
+        for name, times in names.items():
+            self.work += 1
+            if self.work > _WORK:
+                self.exhausted = True
+                return self.limit + 1
+            form = _resolved(xobjects.get(self._key(name)))
+            if form is None or form.get("/Subtype") != "/Form":
+                continue
+            total += times * (1 + self._form(form, resources, level + 1))
+            if total > self.limit:
+                return self.limit + 1
+        return total
+
+    def _key(self, name: bytes) -> str:
+        """``name`` as pypdf spells the same name read from a dictionary (``NameObject.read_from_stream``)."""
+        key = self._keys.get(name)
+        if key is None:
+            from pypdf.generic import NameObject
+
+            raw = NameObject.unnumber(b"/" + name)
+            for charset in (*NameObject.CHARSETS, "charmap"):
+                try:
+                    key = raw.decode(charset)
+                    break
+                except UnicodeDecodeError:
+                    continue
+            self._keys[name] = key = key or raw.decode("latin-1")
+        return key
+
+    def _form(self, form: Any, parent_resources: Any, level: int) -> int:
+        if level > PDFIUM_MAX_FORM_LEVEL:  # pdfium parses no deeper
+            return 0
+        own = _resolved(form.get("/Resources"))
+        resources = own if own is not None else parent_resources
+        key = (id(form), id(resources), level)
+        known = self._memo.get(key)
+        if known is not None:
+            return known
+        names = self._names.get(id(form))
+        if names is None:
+            names = self._names[id(form)] = _names(form.get_data())
+            self._keep.append(form)
+        self._keep.append(resources)
+        count = self._memo[key] = self._drawings(names, resources, level)
+        return count
+
+
+def _names(content: bytes) -> Counter[bytes]:
+    """The names a content stream draws with ``Do`` (their bytes, without the "/"), each with how often."""
+    return Counter(m.group(1) for m in _DO.finditer(content))
+
+
+def _resolved(value: Any) -> Any:
+    return value.get_object() if value is not None else None
