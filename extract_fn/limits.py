@@ -104,6 +104,12 @@ class Limits:
         "pixels of a page render or a picture given to OCR (a 20,000 x 20,000 picture is refused before it is "
         "decoded; a page larger than that is rendered at a lower resolution)",
     )
+    ocr_max_render_image_pixels: int = _limit(
+        160_000_000,
+        "pixels of the images pdfium decodes to render one PDF page (or region) for OCR, their declared sizes "
+        "summed: an A0 sheet scanned at 300 dpi is 139 M (pdfium decodes each image whole, ~4 bytes a pixel in "
+        "colour: a 1 MB file of one 30,000 x 30,000 image took 1.1 GB); past it the page is not rendered",
+    )
     ocr_min_picture_pixels: int = _limit(
         40_000, "pixels a picture (or a PDF image region) must have to be read by OCR (an icon holds no text to read)"
     )

@@ -417,6 +417,31 @@ def image_pages_pdf(pages: int = 500, side_pt: int = 72, image_px: int = 300) ->
     return _pdf(objects)
 
 
+def declared_image_pdf(width: int, height: int, *, text: bytes = b"") -> bytes:
+    """One page drawing one image whose dictionary says ``width`` x ``height`` pixels over a few bytes of data (the
+    size pdfium's render decodes it at); ``text``: a line of text layer above it, so the page has text and the image
+    is a region to read. A real 30,000 x 30,000 image compresses to 0.9 MB and took pdfium 1.1 GB to render."""
+    image = _pdf_stream(
+        zlib.compress(b"\xff" * 4096),
+        b"/Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 "
+        b"/Filter /FlateDecode" % (width, height),
+    )
+    content = b"q 500 0 0 600 50 50 cm /Im1 Do Q"
+    if text:
+        content += b" BT /F1 12 Tf 72 740 Td (%s) Tj ET" % text
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+            image,
+            _pdf_stream(content),
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+            b" /Resources << /XObject << /Im1 3 0 R >> /Font << /F1 6 0 R >> >> >>",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+
+
 def huge_picture_png(width: int = 20_000, height: int = 20_000) -> bytes:
     """A PNG whose header says ``width`` x ``height`` (1-bit grey) over a few bytes of data: 400 megapixels claimed
     in 100 bytes."""

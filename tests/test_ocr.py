@@ -4,6 +4,7 @@ through the PDF module; coverage, ``attrs.ocr``, the page cap, the render cap an
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -219,6 +220,42 @@ def test_hostile_20000_pixel_page_is_rendered_within_the_pixel_cap(monkeypatch: 
     a = run(hi.image_pages_pdf(1, side_pt=round(side_pt)))
     assert seen
     assert max(seen) <= LIMITS.ocr_max_image_pixels * 1.01
+    assert a["coverage"]["failed"][0]["reason"] == "no text layer (scanned image); OCR found no text in this image"
+
+
+_RENDER_TOO_LARGE = (
+    f"not read by OCR: the images drawn on the page hold more than {LIMITS.ocr_max_render_image_pixels:,} pixels, "
+    "past this service's limit for one page's render"
+)
+
+
+def test_hostile_image_of_900_megapixels_is_not_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pdfium decodes an image whole to draw it, whatever the render's size: a 0.9 MB file of one 30,000 x 30,000
+    image took 1.1 GB. The page is failed, saying why, and nothing is rendered or read."""
+    seen = _spy(monkeypatch)
+    a = run(hi.declared_image_pdf(30_000, 30_000))
+    assert seen == []
+    assert a["coverage"]["failed"] == [
+        {"unit": "page 1", "reason": f"no text layer (scanned image); {_RENDER_TOO_LARGE}"}
+    ]
+    assert a["coverage"]["lost"] == [LOST_OCR]
+
+
+def test_hostile_image_region_of_900_megapixels_on_a_text_page_is_not_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _spy(monkeypatch)
+    a = run(hi.declared_image_pdf(30_000, 30_000, text=b"Stamp received"))
+    assert seen == []
+    assert a["coverage"]["extracted"] == 1  # the text layer is read
+    assert a["coverage"]["lost"] == [LOST_OCR]
+    assert a["warnings"] == [f"the images of page 1 were {_RENDER_TOO_LARGE}"]
+
+
+def test_an_image_at_the_render_limit_is_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the limit (an A0 sheet scanned at 300 dpi is 139 M pixels) the page is rendered and read as before."""
+    seen = _spy(monkeypatch)
+    side = math.isqrt(LIMITS.ocr_max_render_image_pixels)
+    a = run(hi.declared_image_pdf(side, side))
+    assert len(seen) == 1
     assert a["coverage"]["failed"][0]["reason"] == "no text layer (scanned image); OCR found no text in this image"
 
 

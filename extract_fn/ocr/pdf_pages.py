@@ -32,6 +32,9 @@ def read_page(page: Any, allowance: Allowance, limits: Limits) -> blocks.OcrOutc
     refusal = allowance.refusal()
     if refusal is not None:
         return blocks.OcrOutcome([], refusal)
+    too_large = _render_too_large(page, limits)
+    if too_large is not None:
+        return blocks.OcrOutcome([], too_large)
     if not _holds_a_picture(page, limits):
         return blocks.OcrOutcome([], TOO_SMALL)
     started = time.monotonic()
@@ -43,6 +46,33 @@ def read_page(page: Any, allowance: Allowance, limits: Limits) -> blocks.OcrOutc
     except (pdfium.PdfiumError, ValueError, OSError, MemoryError):
         return blocks.OcrOutcome([], RENDER_FAILED)
     return blocks.read(image, allowance, dpi=max(1, round(scale * 72)), started=started)
+
+
+def _render_too_large(page: Any, limits: Limits) -> str | None:
+    """Why the page is not rendered, when the images a render decodes hold more than ``ocr_max_render_image_pixels``
+    (pdfium decodes each image it draws whole, whatever the render's size); else None. Every image counts, in
+    forms as deep as pdfium draws them (the first ``_OBJECTS_WALKED`` images)."""
+    import pypdfium2.raw as R
+
+    from extract_fn.formats.pdf_forms import PDFIUM_MAX_FORM_LEVEL
+
+    limit = limits.ocr_max_render_image_pixels
+    pixels = 0
+    objects = page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=PDFIUM_MAX_FORM_LEVEL + 1)
+    for k, obj in enumerate(objects):
+        if k >= _OBJECTS_WALKED:
+            break
+        try:
+            width, height = obj.get_px_size()
+        except (pdfium.PdfiumError, ValueError):
+            continue
+        pixels += max(0, width) * max(0, height)
+        if pixels > limit:
+            return (
+                f"not read by OCR: the images drawn on the page hold more than {limit:,} pixels, past this "
+                "service's limit for one page's render"
+            )
+    return None
 
 
 def _holds_a_picture(page: Any, limits: Limits) -> bool:
@@ -128,6 +158,9 @@ def read_regions(
     regions = image_regions(page, limits, images)
     if not regions:
         return None
+    too_large = _render_too_large(page, limits)
+    if too_large is not None:
+        return blocks.OcrOutcome([], too_large)
     known = set(_words(layer_text))
     x0, y0, x1, y1 = page.get_bbox()
     kept: list[blocks.OcrBlock] = []
