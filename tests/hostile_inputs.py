@@ -344,12 +344,14 @@ def multiplying_forms_pdf(
     name: bytes = b"/X0",
     inherit: bool = False,
     form_filter: bytes = b"",
+    glyph: bool = False,
 ) -> bytes:
     """A PDF of two pages: page 1 plain text; page 2 draws form ``X0``. ``levels=None``: X0 draws itself ``draws``
     times (a loop pdfium follows 40 levels down: draws^40 drawings); else a chain of ``levels`` forms, each drawing
     the next ``draws`` times (sum of draws^k drawings) and showing its own line of text. ``name`` is how the forms'
     content spells X0 (``/X#30`` is the same name); ``inherit``: a looping form has no resources of its own and
-    finds X0 in the page's; ``form_filter``: the forms' content is stored hex-encoded (``/ASCIIHexDecode``)."""
+    finds X0 in the page's; ``form_filter``: the forms' content is stored hex-encoded (``/ASCIIHexDecode``);
+    ``glyph``: page 2 draws nothing itself but shows a letter of a Type 3 font whose glyph draws X0."""
     font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
     plain = _pdf_stream(b"BT /F1 12 Tf 72 720 Td (a plain page) Tj ET")
     first_form = 7
@@ -382,10 +384,21 @@ def multiplying_forms_pdf(
             )
             objects.append(form(body, None if last else first_form + level + 1))
     contents = len(objects) + 1
-    objects.append(_pdf_stream(b"/X0 Do"))
+    fonts = b"/F1 3 0 R"
+    if glyph:
+        objects.append(_pdf_stream(b"BT /F3 12 Tf 72 720 Td (a) Tj ET"))
+        objects.append(_pdf_stream(b"1000 0 d0 /X0 Do"))
+        objects.append(
+            b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 0.001 0 0]"
+            b" /CharProcs << /a %d 0 R >> /Encoding << /Type /Encoding /Differences [97 /a] >> /FirstChar 97"
+            b" /LastChar 97 /Widths [1000] /Resources << /XObject << /X0 %d 0 R >> >> >>" % (contents + 1, first_form)
+        )
+        fonts += b" /F3 %d 0 R" % (contents + 2)
+    else:
+        objects.append(_pdf_stream(b"/X0 Do"))
     objects[drawing_page - 1] = (
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
-        b" /Resources << /Font << /F1 3 0 R >> /XObject << /X0 %d 0 R >> >> >>" % (contents, first_form)
+        b" /Resources << /Font << %s >> /XObject << /X0 %d 0 R >> >> >>" % (contents, fonts, first_form)
     )
     return _pdf(objects)
 

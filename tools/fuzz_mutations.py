@@ -1,6 +1,7 @@
 """Seeded mutations of real files for fuzzing the extractor: bytes flipped, cut, inserted and repeated; a text
 format's syntax tokens put in; an OOXML package's XML members changed (attributes set to edge values, elements
-deleted, repeated, moved, their text replaced) and zipped again.
+deleted, repeated, moved, their text replaced) and zipped again; a PDF's sizing numbers (``/Width``, ``/Count``,
+``/Length``, ``/BBox``...) set to edge values and its uncompressed content's operators repeated.
 
 One ``random.Random`` drives every choice, so a seed and a file give the same mutant on any machine.
 ``tests/test_fuzz_smoke.py`` runs a few per format in the suite; ``tools/fuzz_extractor.py`` many over HTTP.
@@ -50,13 +51,22 @@ _ATTRIBUTE: Final = re.compile(
     rb'\b(w:val|val|r:id|r:embed|count|ilvl|numId|gridSpan|vMerge|w:w|start|lvl|idx|x|y|cx|cy|ref|r|s|t)="[^"]*"'
 )
 PACKAGES: Final = ("docx", "pptx", "xlsx")
+# A PDF key whose value is a number (or the first of an array of numbers), and the edge values put there.
+_PDF_NUMBER: Final = re.compile(
+    rb"(/(?:Width|Height|Count|Length|N|First|Size|BitsPerComponent|Columns|Rows|K|Rotate|XStep|YStep|"
+    rb"FirstChar|LastChar|Prev|W|Index|BBox|MediaBox|Matrix|Widths|Predictor|Colors)\s*\[?\s*)(-?[0-9.]+)"
+)
+_PDF_EDGE: Final = [b"0", b"-1", b"1e9", b"2147483648", b"99999999999999999999", b"0.0001", b"-0", b"65535", b"3"]
+_PDF_OPERATORS: Final = [b" Do", b" Tj", b" TJ", b" q", b" Q", b" BT", b" ET", b" cm", b" re f", b" BI", b" ID", b" EI"]
 
 
 def mutate(data: bytes, fmt: str, rng: random.Random) -> bytes:
     """One mutant of ``data``, a file of ``fmt``."""
     if fmt in PACKAGES:
         return mutate_package(data, rng) if rng.random() < 0.85 else mutate_bytes(data, rng)
-    if fmt in ("pdf", "parquet"):
+    if fmt == "pdf":
+        return mutate_pdf(data, rng) if rng.random() < 0.5 else mutate_bytes(data, rng)
+    if fmt == "parquet":
         return mutate_bytes(data, rng)
     return mutate_text(data, fmt, rng)
 
@@ -82,6 +92,21 @@ def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
         i = rng.randrange(len(b))
         del b[i : i + rng.randint(1, 512)]
     return bytes(b)
+
+
+def mutate_pdf(data: bytes, rng: random.Random) -> bytes:
+    """Numbers after the keys that size things set to edge values; uncompressed content's operators repeated."""
+
+    def edge(m: re.Match[bytes]) -> bytes:
+        return m.group(1) + (rng.choice(_PDF_EDGE) if rng.random() < 0.3 else m.group(2))
+
+    out = _PDF_NUMBER.sub(edge, data, count=rng.randint(1, 50))
+    for _ in range(rng.randint(0, 3)):
+        op = rng.choice(_PDF_OPERATORS)
+        at = out.find(op, rng.randrange(len(out) + 1))
+        if at >= 0:
+            out = out[:at] + op * rng.choice([2, 10, 1000]) + out[at + len(op) :]
+    return out
 
 
 def mutate_text(data: bytes, fmt: str, rng: random.Random) -> bytes:

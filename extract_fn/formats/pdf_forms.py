@@ -18,8 +18,10 @@ Two steps, so that a common file pays nothing:
    and stopped once past the limit. A file pypdf cannot read gives None: pdfium reads it as before, and the
    worker contains what happens (a crash costs one worker and is remembered by the pool).
 
-A tiling pattern or a Type 3 glyph can draw forms too; pdfium parses those when it renders (OCR) or reads text
-in that font, not when it loads the page, and they are not counted here.
+A Type 3 glyph is a content stream too, parsed when pdfium loads the page, and may draw forms: the glyphs of
+the Type 3 fonts a page's or a form's resources name are counted with it (a glyph drawing a form that draws
+itself twice took 5 GB in 20 s). A tiling pattern can draw forms as well; pdfium parses it only when it renders
+(OCR), and it is not counted here.
 """
 
 from __future__ import annotations
@@ -101,13 +103,15 @@ class _DrawingCounter:
         self.exhausted = False
         self._names: dict[int, Counter[bytes]] = {}  # id(form) -> its content's drawings by name
         self._memo: dict[tuple[int, int, int], int] = {}  # (id(form), id(resources), level) -> drawings under it
+        self._glyph_memo: dict[tuple[int, int], int] = {}  # (id(Type 3 font), id(resources)) -> its glyphs' drawings
         self._keep: list[Any] = []  # what an id() above names stays alive while the ids are keys
         self._keys: dict[bytes, str] = {}  # a name's bytes in content -> its key in a pypdf dictionary
 
     def page(self, page: Any) -> int:
         contents = page.get_contents()
         content = contents.get_data() if contents is not None else b""
-        return self._drawings(_names(content), _resolved(page.get("/Resources")), 0)
+        resources = _resolved(page.get("/Resources"))
+        return self._drawings(_names(content), resources, 0) + self._glyphs(resources)
 
     def _drawings(self, names: Counter[bytes], resources: Any, level: int) -> int:
         """The drawings parsed for content that draws ``names`` with ``resources``, ``level`` forms down."""
@@ -158,8 +162,45 @@ class _DrawingCounter:
             names = self._names[id(form)] = _names(form.get_data())
             self._keep.append(form)
         self._keep.append(resources)
-        count = self._memo[key] = self._drawings(names, resources, level)
+        self._memo[key] = 0  # while it is counted: a form reached again through a glyph adds nothing
+        count = self._memo[key] = min(self.limit + 1, self._drawings(names, resources, level) + self._glyphs(resources))
         return count
+
+    def _glyphs(self, resources: Any) -> int:
+        """The drawings parsed for the glyphs of the Type 3 fonts ``resources`` names: a Type 3 glyph is a content
+        stream, parsed when pdfium loads the page's text (once per font), and may draw forms."""
+        fonts = _resolved(resources.get("/Font")) if resources is not None else None
+        if fonts is None:
+            return 0
+        total = 0
+        for value in fonts.values():
+            font = _resolved(value)
+            if font is not None and font.get("/Subtype") == "/Type3":
+                total += self._type3(font, resources)
+                if total > self.limit:
+                    return self.limit + 1
+        return total
+
+    def _type3(self, font: Any, parent_resources: Any) -> int:
+        own = _resolved(font.get("/Resources"))
+        resources = own if own is not None else parent_resources  # as pdfium's CPDF_Type3Font
+        key = (id(font), id(resources))
+        known = self._glyph_memo.get(key)
+        if known is not None:
+            return known
+        self._keep += [font, resources]
+        self._glyph_memo[key] = 0  # while it is counted (a glyph drawing a form that shows text in this font)
+        procs = _resolved(font.get("/CharProcs"))
+        total = 0
+        for proc in procs.values() if procs is not None else ():
+            glyph = _resolved(proc)
+            if glyph is not None and hasattr(glyph, "get_data"):
+                total += self._drawings(_names(glyph.get_data()), resources, 0)
+                if total > self.limit:
+                    total = self.limit + 1
+                    break
+        self._glyph_memo[key] = total
+        return total
 
 
 def _names(content: bytes) -> Counter[bytes]:
