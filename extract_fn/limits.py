@@ -94,6 +94,11 @@ class Limits:
         "form XObject drawings pdfium parses for one page (a form that draws itself twice is parsed 2^40 times); "
         "past it the page is failed, not loaded",
     )
+    pdf_max_text_order_steps: int = _limit(
+        20_000_000,
+        "steps pdfium's text reader takes ordering one page's text objects by line (~0.25 s; 60 runs of 1,000 "
+        "one-letter Tj drawn over one another took 13 s); past it the page is failed, not read",
+    )
     pdf_max_form_depth: int = _limit(6, "form XObjects nested in form XObjects, walked for text and lines")
     pdf_max_table_cells: int = _limit(200_000, "cells of one ruled grid before it is not taken as a table")
 

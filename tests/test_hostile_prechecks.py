@@ -194,6 +194,30 @@ def test_a_pdf_page_whose_forms_stay_under_the_limit_is_read(pool: WorkerPool, k
     assert ("level 11" if kwargs["levels"] else "loop") in text
 
 
+@pytest.mark.parametrize("rotate", [0, 90, 180], ids=["upright", "quarter_turn", "upside_down"])
+def test_a_pdf_page_of_letters_drawn_over_one_another_is_failed_before_the_text_reader(
+    pool: WorkerPool, rotate: int
+) -> None:
+    """2 KB: 60 runs of 1,000 one-letter ``Tj`` over one another held a worker 13 s (120 runs: the timeout) in
+    pdfium's text reader, sorting its line. On a page turned a quarter the line runs down the page: the same
+    letters, replayed along y, are within the limit."""
+    artifact = _artifact(pool, "pdf", hi.overlapping_runs_pdf(rotate=rotate))
+    coverage = artifact["coverage"]
+    if rotate == 90:
+        assert coverage["failed"] == []
+        return
+    assert [f["unit"] for f in coverage["failed"]] == ["page 2"]
+    assert f"more than {LIMITS.pdf_max_text_order_steps:,} steps" in coverage["failed"][0]["reason"]
+    assert [b["text"] for b in artifact["blocks"]] == ["a plain page"]
+
+
+def test_a_pdf_line_of_20000_letters_in_reading_order_is_read(pool: WorkerPool) -> None:
+    """Letters set one after another cost the sort one step each, however many there are on a line."""
+    artifact = _artifact(pool, "pdf", hi.overlapping_runs_pdf(runs=1, letters=20_000))
+    assert artifact["coverage"]["failed"] == []
+    assert artifact["coverage"]["extracted"] == 2
+
+
 def test_a_small_pdf_under_every_pre_check_still_extracts(pool: WorkerPool) -> None:
     data = hi.one_page_pdf(b"BT /F1 12 Tf 72 720 Td (" + b"one page " * 3 + b") Tj ET", kids=1)
     artifact = _artifact(pool, "pdf", data)

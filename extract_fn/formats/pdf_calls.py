@@ -56,6 +56,10 @@ page_object = _unchecked(R.FPDFPage_GetObject, R.FPDFPage_GetObject.restype)
 form_object = _unchecked(R.FPDFFormObj_GetObject, R.FPDFFormObj_GetObject.restype)
 # (object handle) -> FPDF_PAGEOBJ_*
 object_type = _unchecked(R.FPDFPageObj_GetType, ctypes.c_int)
+# (object handle, byref left, byref bottom, byref right, byref top: c_float) -> bool
+object_bounds = _unchecked(R.FPDFPageObj_GetBounds, ctypes.c_int)
+# (object handle, byref FS_MATRIX) -> bool
+object_matrix = _unchecked(R.FPDFPageObj_GetMatrix, ctypes.c_int)
 
 
 class OutParams:

@@ -53,8 +53,9 @@ Coverage: a page is extracted when its text was read (a blank page counts as ext
 layer that holds an image is read by OCR (``extract_fn.ocr``: its paragraphs carry ``attrs.ocr``) and is then
 extracted; one OCR could not read (off, past the file's OCR cap or budget, nothing found) is failed with that reason
 and ``coverage.lost`` gets ``ocr``; a page pdfium cannot load is failed as damaged; a page whose form XObjects draw
-one another past ``pdf_max_form_drawings`` is failed without being loaded (``pdf_forms``); pages past the output
-budget are failed as cut.
+one another past ``pdf_max_form_drawings`` is failed without being loaded (``pdf_forms``), and one whose text
+objects would cost pdfium's text reader more than ``pdf_max_text_order_steps`` without being read
+(``pdf_text_order``); pages past the output budget are failed as cut.
 """
 
 from __future__ import annotations
@@ -75,10 +76,12 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as R
 
 from extract_fn.formats import pdf_calls as C
-from extract_fn.formats import pdf_text
+from extract_fn.formats import pdf_text, pdf_text_order
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget
-from extract_fn.formats.pdf_forms import forms_may_multiply, pages_over_limit
+from extract_fn.formats.pdf_forms import pages_over_limit, scan_forms
+from extract_fn.formats.pdf_matrix import apply as _apply
+from extract_fn.formats.pdf_matrix import mul as _mul
 from extract_fn.formats.pdf_page_count import declared_page_count
 from extract_fn.formats.pdf_streams import check_streams
 from extract_fn.limits import Limits
@@ -95,6 +98,13 @@ UNIT = "pages"
 SCANNED_REASON = "no text layer (scanned image); OCR not available"
 DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
+
+
+def _text_order_reason(limit: int) -> str:
+    return (
+        f"not read: ordering its text objects would take the text reader more than {limit:,} steps (many text "
+        "objects drawn out of order on one line), past this service's limit"
+    )
 
 
 def _forms_reason(limit: int) -> str:
@@ -201,11 +211,11 @@ class TableItem:
 class PageResult:
     number: int
     items: list[Para | TableItem] = field(default_factory=list)
-    status: str = "ok"  # ok | plain (read without layout) | scanned | damaged | forms (not loaded) | cut
+    status: str = "ok"  # ok | plain (read without layout) | scanned | damaged | skipped (past a bound) | cut
     tables_abandoned: list[str] = field(default_factory=list)  # why ruled-table detection gave up on the page
     unmapped: int = 0  # characters left out: their font maps them to no text
     ocr: OcrOutcome | None = None  # a scanned page's OCR (None: OCR is off)
-    reason: str = ""  # why a page not loaded ("forms") is failed
+    reason: str = ""  # why a page not read ("skipped") is failed
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -232,7 +242,8 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         n_pages = len(pdf)
         if n_pages > limits.pdf_max_pages:
             raise _too_many_pages(n_pages, limits.pdf_max_pages)
-        multiplying = pages_over_limit(data, limits.pdf_max_form_drawings) if forms_may_multiply(data) else None
+        forms = scan_forms(data)
+        multiplying = pages_over_limit(data, limits.pdf_max_form_drawings) if forms.may_multiply else None
         builder = ArtifactBuilder(
             "pdf",
             parser=PARSER,
@@ -254,9 +265,11 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
                 pages.append(PageResult(index + 1, status="cut"))
                 continue
             if multiplying and index in multiplying:
-                pages.append(PageResult(index + 1, status="forms", reason=_forms_reason(limits.pdf_max_form_drawings)))
+                pages.append(
+                    PageResult(index + 1, status="skipped", reason=_forms_reason(limits.pdf_max_form_drawings))
+                )
                 continue
-            result = _read_page(pdf, index, limits, ocr)
+            result = _read_page(pdf, index, limits, ocr, has_forms=forms.found)
             budget.charge(_estimate(result))
             pages.append(result)
         _emit(builder, pages, outline, budget)
@@ -366,7 +379,9 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 # One page
 
 
-def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrReader | None = None) -> PageResult:
+def _read_page(
+    pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrReader | None = None, *, has_forms: bool = True
+) -> PageResult:
     result = PageResult(index + 1)
     try:
         page = pdf[index]
@@ -375,6 +390,10 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
         return result
     textpage = None
     try:
+        limit = limits.pdf_max_text_order_steps
+        if pdf_text_order.over_limit(page.raw, limit, rotation=page.get_rotation(), has_forms=has_forms):
+            result.status, result.reason = "skipped", _text_order_reason(limit)
+            return result
         try:
             textpage = page.get_textpage()
         except (pdfium.PdfiumError, ValueError, OSError):
@@ -1242,20 +1261,6 @@ def _paragraphs(run: list[Seg], cx0: float, cx1: float) -> list[Para | TableItem
 Edge = tuple[float, float, float]  # (position, start, end): y, x0, x1 for horizontal; x, y0, y1 for vertical
 
 
-def _mul(m1: tuple[float, ...], m2: tuple[float, ...]) -> tuple[float, ...]:
-    """m1 then m2 (PDF row-vector convention)."""
-    a1, b1, c1, d1, e1, f1 = m1
-    a2, b2, c2, d2, e2, f2 = m2
-    return (
-        a1 * a2 + b1 * c2,
-        a1 * b2 + b1 * d2,
-        c1 * a2 + d1 * c2,
-        c1 * b2 + d1 * d2,
-        e1 * a2 + f1 * c2 + e2,
-        e1 * b2 + f1 * d2 + f2,
-    )
-
-
 class TablesAbandoned(Exception):
     """Ruled-table detection gave up on a page (past a bound): its text stays paragraphs, and the artifact says so."""
 
@@ -1394,10 +1399,6 @@ def _path_edges(
         if R.FPDFPathSegment_GetClose(seg) and start is not None:
             _add_edge(pt, start, hs, vs)
             prev = start
-
-
-def _apply(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
-    return m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5]
 
 
 def _add_edge(p: tuple[float, float], q: tuple[float, float], hs: list[Edge], vs: list[Edge]) -> None:
@@ -1926,7 +1927,7 @@ def _emit(
         if page.status == "damaged":
             builder.fail(f"page {p}", DAMAGED_REASON)
             continue
-        if page.status == "forms":
+        if page.status == "skipped":
             builder.fail(f"page {p}", page.reason)
             continue
         if page.status == "plain":
