@@ -403,17 +403,18 @@ def multiplying_forms_pdf(
     return _pdf(objects)
 
 
-def image_pages_pdf(pages: int = 500, side_pt: int = 72, image_px: int = 300) -> bytes:
+def image_pages_pdf(pages: int = 500, side_pt: int = 72, image_px: int = 300, *, width_pt: int | None = None) -> bytes:
     """A scan-like PDF: ``pages`` pages without a text layer, each showing one (shared) blank ``image_px`` square
-    image over a square page of ``side_pt`` points. 500 pages ask OCR for far more than a file's OCR cap and budget;
-    a page of 4,800 points is 20,000 x 20,000 pixels at 300 dpi."""
+    image over a square page of ``side_pt`` points (``width_pt`` wide, if given). 500 pages ask OCR for far more than
+    a file's OCR cap and budget; a page of 4,800 points is 20,000 x 20,000 pixels at 300 dpi."""
     pixels = zlib.compress(b"\xff" * (image_px * image_px), 9)
     image = _pdf_stream(
         pixels,
         b"/Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 "
         b"/Filter /FlateDecode" % (image_px, image_px),
     )
-    content = b"q %d 0 0 %d 0 0 cm /Im1 Do Q" % (side_pt, side_pt)
+    width_pt = side_pt if width_pt is None else width_pt
+    content = b"q %d 0 0 %d 0 0 cm /Im1 Do Q" % (width_pt, side_pt)
     first_page = 5
     kids = b" ".join(b"%d 0 R" % (first_page + k) for k in range(pages))
     objects = [
@@ -426,7 +427,7 @@ def image_pages_pdf(pages: int = 500, side_pt: int = 72, image_px: int = 300) ->
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R"
         b" /Resources << /XObject << /Im1 3 0 R >> >> >>"
     )
-    objects += [page % (side_pt, side_pt)] * pages
+    objects += [page % (width_pt, side_pt)] * pages
     return _pdf(objects)
 
 

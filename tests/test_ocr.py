@@ -259,6 +259,23 @@ def test_an_image_at_the_render_limit_is_rendered(monkeypatch: pytest.MonkeyPatc
     assert a["coverage"]["failed"][0]["reason"] == "no text layer (scanned image); OCR found no text in this image"
 
 
+def test_hostile_page_one_point_wide_and_4_million_tall_is_a_failed_unit_saying_why() -> None:
+    """Its render within the pixel cap is 2 x 8,000,000 pixels, which Leptonica (under Tesseract) refuses to read:
+    the page says so, where the whole file used to be the worker's catch-all (found by the fuzz)."""
+    a = run(hi.image_pages_pdf(1, side_pt=4_000_000, width_pt=1))
+    reason = a["coverage"]["failed"][0]["reason"]
+    assert reason.startswith("no text layer (scanned image); not read by OCR: the OCR engine cannot read an image of")
+    assert a["coverage"]["lost"] == [LOST_OCR]
+
+
+def test_an_image_tesseract_fails_on_is_not_taken_for_the_time_budget() -> None:
+    """Recognize() answers False on a failure as on its timeout; one well before the deadline is the image's."""
+    from PIL import Image
+
+    with pytest.raises(engine.OcrUnreadable, match="2 x 83,000 pixels"):
+        engine.read_image(Image.new("L", (2, 83_000), 255), dpi=300, seconds=60.0)
+
+
 def test_default_cap_and_budget_fit_the_extraction_timeout() -> None:
     from extract_fn import settings
 

@@ -43,6 +43,9 @@ def read(image: Image.Image, allowance: Allowance, *, dpi: int, started: float |
     except engine.OcrTimeout:
         allowance.charge(time.monotonic() - started)
         return OcrOutcome([], allowance.refusal() or allowance.budget_reason())
+    except engine.OcrUnreadable as unreadable:
+        allowance.charge(time.monotonic() - started)
+        return OcrOutcome([], f"not read by OCR: {unreadable}")
     allowance.charge(time.monotonic() - started)
     blocks = [OcrBlock(p.text, ocr_attrs(p.confidence)) for p in page.paragraphs]
     return OcrOutcome(blocks, None if blocks else NOTHING_FOUND)

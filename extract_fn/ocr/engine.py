@@ -30,8 +30,18 @@ _lock = threading.Lock()
 _state: dict[str, Any] = {}  # "api": the worker's PyTessBaseAPI (made on first use), "version"
 
 
+# Recognize() answers False both past its timeout and on a failure: one that ends this close to the deadline is
+# taken for the timeout.
+_DEADLINE_SLACK_S = 0.05
+
+
 class OcrTimeout(Exception):
     """Recognition ran past the time it was given (the file's OCR budget)."""
+
+
+class OcrUnreadable(Exception):
+    """Tesseract refused the image or failed on it before its time was up (Leptonica reads no image over 1,000,000
+    pixels a side: a render of a page 0.01 pt wide and 5,000,000 pt tall). ``str()`` says which."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +148,13 @@ def _recognize(image: Image.Image, dpi: int, deadline: float | None) -> tuple[Oc
     import tesserocr
 
     api = _api(LANGUAGE)
-    api.SetImage(image)
+    try:
+        api.SetImage(image)
+    except RuntimeError:  # "Error reading image": Leptonica refused it
+        api.Clear()
+        raise OcrUnreadable(
+            f"the OCR engine cannot read an image of {image.width:,} x {image.height:,} pixels"
+        ) from None
     api.SetSourceResolution(dpi)
     timeout_ms = 0 if deadline is None else int((deadline - time.monotonic()) * 1000)
     if deadline is not None and timeout_ms <= 0:
@@ -146,7 +162,9 @@ def _recognize(image: Image.Image, dpi: int, deadline: float | None) -> tuple[Oc
         raise OcrTimeout
     if not api.Recognize(timeout=timeout_ms):
         api.Clear()
-        raise OcrTimeout
+        if deadline is not None and time.monotonic() >= deadline - _DEADLINE_SLACK_S:
+            raise OcrTimeout
+        raise OcrUnreadable(f"the OCR engine failed on an image of {image.width:,} x {image.height:,} pixels")
     level = tesserocr.RIL.PARA
     out: list[OcrParagraph] = []
     it = api.GetIterator()
