@@ -194,6 +194,17 @@ def test_a_pdf_page_whose_forms_stay_under_the_limit_is_read(pool: WorkerPool, k
     assert ("level 11" if kwargs["levels"] else "loop") in text
 
 
+def test_a_pdf_page_whose_text_is_in_forms_too_deep_for_pdfium_says_so(pool: WorkerPool) -> None:
+    """pdfium reads forms 40 levels down: the page is read, and a failed unit says the deeper text is not."""
+    artifact = _artifact(pool, "pdf", hi.multiplying_forms_pdf(42, draws=1))
+    coverage = artifact["coverage"]
+    assert coverage["extracted"] == 2
+    assert [f["unit"] for f in coverage["failed"]] == ["page 2 deep forms"]
+    assert coverage["complete"] is False
+    text = " ".join(b["text"] for b in artifact["blocks"])
+    assert "level 39" in text
+
+
 @pytest.mark.parametrize("rotate", [0, 90, 180], ids=["upright", "quarter_turn", "upside_down"])
 def test_a_pdf_page_of_letters_drawn_over_one_another_is_failed_before_the_text_reader(
     pool: WorkerPool, rotate: int

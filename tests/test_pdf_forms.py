@@ -11,8 +11,13 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from extract_fn.formats.pdf_forms import PDFIUM_MAX_FORM_LEVEL, pages_over_limit, scan_forms
+from extract_fn.formats.pdf_forms import PDFIUM_MAX_FORM_LEVEL, FormPages, check_pages, scan_forms
 from tests import hostile_inputs as hi
+
+
+def _over(data: bytes, limit: int) -> set[int] | None:
+    pages = check_pages(data, limit)
+    return None if pages is None else pages.over
 
 
 def test_a_file_without_forms_is_not_read_again() -> None:
@@ -46,21 +51,21 @@ def test_a_chain_is_counted_as_pdfium_parses_it(levels: int, drawings: int) -> N
     """A chain of ``levels`` forms each drawing the next twice is 2^levels - 1 drawings: over a limit just below
     that, not over one at it."""
     data = hi.multiplying_forms_pdf(levels)
-    assert pages_over_limit(data, drawings) == set()
-    assert pages_over_limit(data, drawings - 1) == {1}
+    assert _over(data, drawings) == set()
+    assert _over(data, drawings - 1) == {1}
 
 
 def test_a_loop_counts_the_40_levels_pdfium_follows() -> None:
     """A form drawing itself once: 1 drawing from the page and one a level for pdfium's 40 levels below it."""
     data = hi.multiplying_forms_pdf(None, draws=1)
-    assert pages_over_limit(data, PDFIUM_MAX_FORM_LEVEL + 1) == set()
-    assert pages_over_limit(data, PDFIUM_MAX_FORM_LEVEL) == {1}
+    assert _over(data, PDFIUM_MAX_FORM_LEVEL + 1) == set()
+    assert _over(data, PDFIUM_MAX_FORM_LEVEL) == {1}
 
 
 def test_a_file_pypdf_cannot_read_leaves_the_decision_to_pdfium() -> None:
     data = b"%PDF-1.7\n1 0 obj\n<< /Subtype /Form /Length 20 >>\nstream\n/X0 Do /X0 Do\nendstream\nendobj\n"
     assert scan_forms(data).may_multiply
-    assert pages_over_limit(data, 100) is None
+    assert check_pages(data, 100) is None
 
 
 def test_no_corpus_pdf_loses_a_page_to_the_check(corpus: Path) -> None:
@@ -76,5 +81,25 @@ def test_no_corpus_pdf_loses_a_page_to_the_check(corpus: Path) -> None:
             continue
         if scan_forms(data).may_multiply:
             sent += 1
-            assert pages_over_limit(data, 100_000) == set(), path.name
+            assert check_pages(data, 100_000) == FormPages(set(), set()), path.name
     assert sent >= 3  # the corpus holds such files (3 when this was written): the second step ran
+
+
+def test_text_in_forms_deeper_than_pdfium_reads_is_found() -> None:
+    """A chain of 42 forms, each drawing the next once and showing a line: pdfium reads the first 40 (checked on the
+    installed build: "level 0" to "level 39"), so the text of the last two is not read."""
+    data = hi.multiplying_forms_pdf(PDFIUM_MAX_FORM_LEVEL + 2, draws=1)
+    assert check_pages(data, 100_000) == FormPages(set(), {1})
+    pdf = pdfium.PdfDocument(data)
+    page = pdf[1]  # held while its text page is read
+    text = page.get_textpage().get_text_range()
+    page.close()
+    pdf.close()
+    assert "level 39" in text
+    assert "level 40" not in text
+
+
+@pytest.mark.parametrize("kwargs", [{"levels": PDFIUM_MAX_FORM_LEVEL, "draws": 1}, {"levels": None, "draws": 1}])
+def test_forms_within_pdfium_levels_or_in_a_loop_are_read(kwargs: dict[str, object]) -> None:
+    """40 forms deep: every one is read. A form drawing itself: its text is read where it is first drawn."""
+    assert check_pages(hi.multiplying_forms_pdf(**kwargs), 100_000) == FormPages(set(), set())  # type: ignore[arg-type]

@@ -79,7 +79,7 @@ from extract_fn.formats import pdf_calls as C
 from extract_fn.formats import pdf_text, pdf_text_order
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget
-from extract_fn.formats.pdf_forms import pages_over_limit, scan_forms
+from extract_fn.formats.pdf_forms import check_pages, scan_forms
 from extract_fn.formats.pdf_matrix import apply as _apply
 from extract_fn.formats.pdf_matrix import mul as _mul
 from extract_fn.formats.pdf_page_count import declared_page_count
@@ -98,6 +98,10 @@ UNIT = "pages"
 SCANNED_REASON = "no text layer (scanned image); OCR not available"
 DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
+UNREACHED_FORMS_REASON = (
+    "text inside form XObjects drawn more than 40 forms deep is not read (the depth pdfium follows); the rest of "
+    "the page is"
+)
 
 
 def _text_order_reason(limit: int) -> str:
@@ -216,6 +220,7 @@ class PageResult:
     unmapped: int = 0  # characters left out: their font maps them to no text
     ocr: OcrOutcome | None = None  # a scanned page's OCR (None: OCR is off)
     reason: str = ""  # why a page not read ("skipped") is failed
+    unreached_forms: bool = False  # text in forms drawn only deeper than pdfium reads (pdf_forms)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -243,7 +248,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         if n_pages > limits.pdf_max_pages:
             raise _too_many_pages(n_pages, limits.pdf_max_pages)
         forms = scan_forms(data)
-        multiplying = pages_over_limit(data, limits.pdf_max_form_drawings) if forms.may_multiply else None
+        form_pages = check_pages(data, limits.pdf_max_form_drawings) if forms.may_multiply else None
         builder = ArtifactBuilder(
             "pdf",
             parser=PARSER,
@@ -264,12 +269,13 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
             if budget.over(budget.used):
                 pages.append(PageResult(index + 1, status="cut"))
                 continue
-            if multiplying and index in multiplying:
+            if form_pages and index in form_pages.over:
                 pages.append(
                     PageResult(index + 1, status="skipped", reason=_forms_reason(limits.pdf_max_form_drawings))
                 )
                 continue
             result = _read_page(pdf, index, limits, ocr, has_forms=forms.found)
+            result.unreached_forms = bool(form_pages and index in form_pages.unreached)
             budget.charge(_estimate(result))
             pages.append(result)
         _emit(builder, pages, outline, budget)
@@ -1930,6 +1936,8 @@ def _emit(
         if page.status == "skipped":
             builder.fail(f"page {p}", page.reason)
             continue
+        if page.unreached_forms:
+            builder.fail(f"page {p} deep forms", UNREACHED_FORMS_REASON)
         if page.status == "plain":
             builder.warn(f"page {p} has broken geometry: its text is in content order, without layout")
         if page.unmapped:

@@ -12,11 +12,13 @@ Two steps, so that a common file pays nothing:
 1. ``scan_forms`` reads the bytes (``pdf_streams.streams``): only a form that draws two or more
    things, a form this pass cannot read (another filter, damage, encryption), or more forms that draw something
    than pdfium's 40 levels can make a page parse more drawings than the file holds. 3 of the corpus's 52 PDFs.
-2. Then ``pages_over_limit`` resolves the drawings by name with pypdf (imported only then, 88 ms): per page, the
+2. Then ``check_pages`` resolves the drawings by name with pypdf (imported only then, 88 ms): per page, the
    drawings pdfium would parse (a form draws only forms its own resources name, else its parent's, as in
    pdfium's ``CPDF_Form``), counted level by level as pdfium recurses, memoized by form, resources and level,
-   and stopped once past the limit. A file pypdf cannot read gives None: pdfium reads it as before, and the
-   worker contains what happens (a crash costs one worker and is remembered by the pool).
+   and stopped once past the limit; and, breadth first, whether a form holding text is drawn only deeper than
+   pdfium's 40 levels (pdfium reads none of its text: the page says so). A file pypdf cannot read gives None:
+   pdfium reads it as before, and the worker contains what happens (a crash costs one worker and is remembered
+   by the pool).
 
 A Type 3 glyph is a content stream too, parsed when pdfium loads the page, and may draw forms: the glyphs of
 the Type 3 fonts a page's or a form's resources name are counted with it (a glyph drawing a form that draws
@@ -41,6 +43,7 @@ _FLATE_ONLY: Final = re.compile(rb"/Filter\s*(?:\[\s*)?/(?:FlateDecode|Fl)\s*\]?
 _SCAN_BYTES: Final = 1 << 20  # a form's content read for its drawings in step 1; past it, step 2 decides
 # ``/Name Do``: a name's bytes run to a delimiter or white space (ISO 32000-1 7.3.5); "#xx" is an escaped byte.
 _DO: Final = re.compile(rb"/([^\s/\[\]<>(){}%]*)\s*Do\b")
+_SHOWS_TEXT: Final = re.compile(rb"T[jJ]\b|\)\s*['\"]")  # a text-showing operator (can match high, in a string)
 _WORK: Final = 2_000_000  # (form, name) steps of step 2 per file; past it, the pages not yet counted are over
 
 
@@ -83,9 +86,16 @@ def _form_content(data: bytes, head: bytes, start: int) -> bytes | None:
     return content if inflater.eof else None
 
 
-def pages_over_limit(data: bytes, limit: int) -> set[int] | None:
-    """The 0-based pages on which pdfium would parse more than ``limit`` form drawings, or None when pypdf cannot
-    read the file."""
+class FormPages(NamedTuple):
+    """0-based pages: ``over``, on which pdfium would parse more than the limit of form drawings; ``unreached``, on
+    which a form holding text is drawn only deeper than the 40 levels pdfium follows (its text is not read)."""
+
+    over: set[int]
+    unreached: set[int]
+
+
+def check_pages(data: bytes, limit: int) -> FormPages | None:
+    """Each page's form drawings counted (step 2), or None when pypdf cannot read the file."""
     try:
         from pypdf import PdfReader
 
@@ -94,11 +104,13 @@ def pages_over_limit(data: bytes, limit: int) -> set[int] | None:
         if reader.is_encrypted:
             reader.decrypt("")  # a file with an owner password only opens so; one asking for a password, not here
         counter = _DrawingCounter(limit)
-        over: set[int] = set()
+        pages = FormPages(set(), set())
         for index, page in enumerate(reader.pages):
             if counter.exhausted or counter.page(page) > limit:
-                over.add(index)
-        return over
+                pages.over.add(index)
+            elif counter.unreached_text(page):
+                pages.unreached.add(index)
+        return pages
     except Exception:  # pypdf raises many kinds on a damaged file (and RecursionError): pdfium then decides, as before
         return None
 
@@ -121,6 +133,49 @@ class _DrawingCounter:
         content = contents.get_data() if contents is not None else b""
         resources = _resolved(page.get("/Resources"))
         return self._drawings(_names(content), resources, 0) + self._glyphs(resources)
+
+    def unreached_text(self, page: Any) -> bool:
+        """Whether a form holding text is drawn on the page only deeper than pdfium's levels: breadth first from the
+        page's content, so each form is met at the least level it is drawn at."""
+        contents = page.get_contents()
+        frontier = [(_names(contents.get_data() if contents is not None else b""), _resolved(page.get("/Resources")))]
+        seen: set[tuple[int, int]] = set()
+        level = 0
+        while frontier:
+            level += 1
+            deeper: list[tuple[Counter[bytes], Any]] = []
+            for names, resources in frontier:
+                xobjects = _resolved(resources.get("/XObject")) if resources is not None else None
+                if xobjects is None:
+                    continue
+                for name in names:
+                    self.work += 1
+                    if self.work > _WORK:
+                        return False  # not known: the drawing count above already bounds what pdfium parses
+                    form = _resolved(xobjects.get(self._key(name)))
+                    if form is None or form.get("/Subtype") != "/Form":
+                        continue
+                    own = _resolved(form.get("/Resources"))
+                    form_resources = own if own is not None else resources
+                    key = (id(form), id(form_resources))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    self._keep += [form, form_resources]
+                    if level > PDFIUM_MAX_FORM_LEVEL:
+                        if _SHOWS_TEXT.search(form.get_data()):
+                            return True
+                        continue
+                    deeper.append((self._form_names(form), form_resources))
+            frontier = deeper
+        return False
+
+    def _form_names(self, form: Any) -> Counter[bytes]:
+        names = self._names.get(id(form))
+        if names is None:
+            names = self._names[id(form)] = _names(form.get_data())
+            self._keep.append(form)
+        return names
 
     def _drawings(self, names: Counter[bytes], resources: Any, level: int) -> int:
         """The drawings parsed for content that draws ``names`` with ``resources``, ``level`` forms down."""
@@ -166,10 +221,7 @@ class _DrawingCounter:
         known = self._memo.get(key)
         if known is not None:
             return known
-        names = self._names.get(id(form))
-        if names is None:
-            names = self._names[id(form)] = _names(form.get_data())
-            self._keep.append(form)
+        names = self._form_names(form)
         self._keep.append(resources)
         self._memo[key] = 0  # while it is counted: a form reached again through a glyph adds nothing
         count = self._memo[key] = min(self.limit + 1, self._drawings(names, resources, level) + self._glyphs(resources))
