@@ -67,7 +67,6 @@ import re
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice, pairwise
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -2090,19 +2089,3 @@ def _emit_table(
         section_path=[t for _, _, t in stack],
         attrs={"orientation": item.orient} if item.orient != 0 else None,
     )
-
-
-def iter_page_texts(data: bytes) -> Iterator[str]:
-    """Plain text per page (pdfium's order), for benchmarks and comparisons."""
-    pdf = _open(data)
-    try:
-        for i in range(len(pdf)):
-            page = pdf[i]
-            tp = page.get_textpage()
-            try:
-                yield tp.get_text_range()
-            finally:
-                tp.close()
-                page.close()
-    finally:
-        pdf.close()
