@@ -431,18 +431,27 @@ def image_pages_pdf(pages: int = 500, side_pt: int = 72, image_px: int = 300, *,
     return _pdf(objects)
 
 
-def overlapping_runs_pdf(runs: int = 60, letters: int = 1000, *, step: float = 0.5, rotate: int = 0) -> bytes:
+def overlapping_runs_pdf(
+    runs: int = 60, letters: int = 1000, *, step: float = 0.5, rotate: int = 0, in_form: bool = False
+) -> bytes:
     """Two pages: page 1 plain text; page 2 ``runs`` runs of ``letters`` one-letter ``Tj`` on one line, each run
     starting ``step`` points right of the last, over one another (2 KB compressed). pdfium's text reader inserts
     each letter into its sorted line past every letter further right: 60 x 1,000 took it 13 s. ``step`` large
-    enough and the runs sit side by side; ``rotate``: page 2's /Rotate."""
+    enough and the runs sit side by side; ``rotate``: page 2's /Rotate; ``in_form``: the runs are a form XObject
+    page 2 draws once (its own objects: one)."""
     runs_content = b"".join(
         b"BT /F1 1 Tf %g 720 Td " % (72 + k * step) + b"(a) Tj " * letters + b"ET " for k in range(runs)
     )
     plain = b"BT /F1 12 Tf 72 720 Td (a plain page) Tj ET"
     page = (
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R%s"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>"
+        b" /Resources << /Font << /F1 5 0 R >> /XObject << /X0 8 0 R >> >> >>"
+    )
+    runs_stream = _pdf_stream(zlib.compress(runs_content, 9), b"/Filter /FlateDecode")
+    form = _pdf_stream(
+        zlib.compress(runs_content, 9),
+        b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >>"
+        b" /Filter /FlateDecode",
     )
     return _pdf(
         [
@@ -452,7 +461,8 @@ def overlapping_runs_pdf(runs: int = 60, letters: int = 1000, *, step: float = 0
             page % (7, b" /Rotate %d" % rotate if rotate else b""),
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
             _pdf_stream(plain),
-            _pdf_stream(zlib.compress(runs_content, 9), b"/Filter /FlateDecode"),
+            _pdf_stream(b"/X0 Do") if in_form else runs_stream,
+            form,
         ]
     )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from extract_fn.formats.pdf_forms import PDFIUM_MAX_FORM_LEVEL, FormPages, check_pages, scan_forms
+from extract_fn.formats.pdf_forms import PDFIUM_MAX_FORM_LEVEL, FormPages, check_pages, forms_may_multiply
 from tests import hostile_inputs as hi
 
 
@@ -21,12 +21,12 @@ def _over(data: bytes, limit: int) -> set[int] | None:
 
 
 def test_a_file_without_forms_is_not_read_again() -> None:
-    assert scan_forms(hi.one_page_pdf(b"BT /F1 12 Tf 72 720 Td (text) Tj ET")) == (False, False)
+    assert not forms_may_multiply(hi.one_page_pdf(b"BT /F1 12 Tf 72 720 Td (text) Tj ET"))
 
 
 def test_a_form_that_draws_one_thing_cannot_multiply() -> None:
     """A form drawing itself once is parsed 40 times by pdfium, as many as the levels it follows: no second step."""
-    assert scan_forms(hi.multiplying_forms_pdf(None, draws=1)) == (True, False)
+    assert not forms_may_multiply(hi.multiplying_forms_pdf(None, draws=1))
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_a_form_that_draws_one_thing_cannot_multiply() -> None:
     ids=["loop", "two_draws", "unread_filter", "deep_chain"],
 )
 def test_the_byte_scan_sends_a_file_that_may_multiply_to_the_second_step(kwargs: dict[str, object]) -> None:
-    assert scan_forms(hi.multiplying_forms_pdf(**kwargs)).may_multiply  # type: ignore[arg-type]
+    assert forms_may_multiply(hi.multiplying_forms_pdf(**kwargs))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_a_loop_counts_the_40_levels_pdfium_follows() -> None:
 
 def test_a_file_pypdf_cannot_read_leaves_the_decision_to_pdfium() -> None:
     data = b"%PDF-1.7\n1 0 obj\n<< /Subtype /Form /Length 20 >>\nstream\n/X0 Do /X0 Do\nendstream\nendobj\n"
-    assert scan_forms(data).may_multiply
+    assert forms_may_multiply(data)
     assert check_pages(data, 100) is None
 
 
@@ -79,7 +79,7 @@ def test_no_corpus_pdf_loses_a_page_to_the_check(corpus: Path) -> None:
             pdfium.PdfDocument(data).close()
         except pdfium.PdfiumError:
             continue
-        if scan_forms(data).may_multiply:
+        if forms_may_multiply(data):
             sent += 1
             assert check_pages(data, 100_000) == FormPages(set(), set()), path.name
     assert sent >= 3  # the corpus holds such files (3 when this was written): the second step ran

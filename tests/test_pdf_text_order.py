@@ -42,7 +42,7 @@ def test_the_hostile_page_is_counted_as_pdfium_sorts_it() -> None:
     objects = _text_objects(page.raw)
     assert len(objects) == 60_000
     assert _steps(objects, 0, 1.0, 10**12) > 500_000_000
-    assert over_limit(page.raw, LIMITS.pdf_max_text_order_steps, rotation=0, has_forms=False)
+    assert over_limit(page.raw, LIMITS.pdf_max_text_order_steps, rotation=0)
     page.close()
     pdf.close()
     pdf = pdfium.PdfDocument(hi.overlapping_runs_pdf(runs=6, letters=1000, step=600.0))

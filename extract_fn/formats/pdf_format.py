@@ -78,7 +78,7 @@ from extract_fn.formats import pdf_calls as C
 from extract_fn.formats import pdf_text, pdf_text_order
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget
-from extract_fn.formats.pdf_forms import check_pages, scan_forms
+from extract_fn.formats.pdf_forms import check_pages, forms_may_multiply
 from extract_fn.formats.pdf_matrix import apply as _apply
 from extract_fn.formats.pdf_matrix import mul as _mul
 from extract_fn.formats.pdf_page_count import declared_page_count
@@ -246,8 +246,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         n_pages = len(pdf)
         if n_pages > limits.pdf_max_pages:
             raise _too_many_pages(n_pages, limits.pdf_max_pages)
-        forms = scan_forms(data)
-        form_pages = check_pages(data, limits.pdf_max_form_drawings) if forms.may_multiply else None
+        form_pages = check_pages(data, limits.pdf_max_form_drawings) if forms_may_multiply(data) else None
         builder = ArtifactBuilder(
             "pdf",
             parser=PARSER,
@@ -273,7 +272,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
                     PageResult(index + 1, status="skipped", reason=_forms_reason(limits.pdf_max_form_drawings))
                 )
                 continue
-            result = _read_page(pdf, index, limits, ocr, has_forms=forms.found)
+            result = _read_page(pdf, index, limits, ocr)
             result.unreached_forms = bool(form_pages and index in form_pages.unreached)
             budget.charge(_estimate(result))
             pages.append(result)
@@ -384,9 +383,7 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 # One page
 
 
-def _read_page(
-    pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrReader | None = None, *, has_forms: bool = True
-) -> PageResult:
+def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrReader | None = None) -> PageResult:
     result = PageResult(index + 1)
     try:
         page = pdf[index]
@@ -396,7 +393,7 @@ def _read_page(
     textpage = None
     try:
         limit = limits.pdf_max_text_order_steps
-        if pdf_text_order.over_limit(page.raw, limit, rotation=page.get_rotation(), has_forms=has_forms):
+        if pdf_text_order.over_limit(page.raw, limit, rotation=page.get_rotation()):
             result.status, result.reason = "skipped", _text_order_reason(limit)
             return result
         try:

@@ -9,7 +9,7 @@ the loop; pdf.js looped forever: mozilla/pdf.js#19800); ISO 32000 sets no limit.
 
 Two steps, so that a common file pays nothing:
 
-1. ``scan_forms`` reads the bytes (``pdf_streams.streams``): only a form that draws two or more
+1. ``forms_may_multiply`` reads the bytes (``pdf_streams.streams``): only a form that draws two or more
    things, a form this pass cannot read (another filter, damage, encryption), or more forms that draw something
    than pdfium's 40 levels can make a page parse more drawings than the file holds. 3 of the corpus's 52 PDFs.
 2. Then ``check_pages`` resolves the drawings by name with pypdf (imported only then, 88 ms): per page, the
@@ -47,29 +47,20 @@ _SHOWS_TEXT: Final = re.compile(rb"T[jJ]\b|\)\s*['\"]")  # a text-showing operat
 _WORK: Final = 2_000_000  # (form, name) steps of step 2 per file; past it, the pages not yet counted are over
 
 
-class FormScan(NamedTuple):
-    """What the byte scan found: any form XObject at all, and whether some page may parse more drawings than the
-    file holds (step 1)."""
-
-    found: bool
-    may_multiply: bool
-
-
-def scan_forms(data: bytes) -> FormScan:
+def forms_may_multiply(data: bytes) -> bool:
+    """Whether some page of ``data`` may parse more drawings than the file holds (step 1)."""
     drawing_forms = 0
-    found = False
     for _number, head, start in streams(data):
         if not _FORM.search(head):
             continue
-        found = True
         content = _form_content(data, head, start)
         if content is None:
-            return FormScan(found=True, may_multiply=True)
+            return True
         draws = content.count(b"Do")  # counts high (the bytes in a string or a name count too): never misses one
         if draws >= 2:
-            return FormScan(found=True, may_multiply=True)
+            return True
         drawing_forms += draws
-    return FormScan(found=found, may_multiply=drawing_forms > PDFIUM_MAX_FORM_LEVEL)
+    return drawing_forms > PDFIUM_MAX_FORM_LEVEL
 
 
 def _form_content(data: bytes, head: bytes, start: int) -> bytes | None:

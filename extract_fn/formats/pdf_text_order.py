@@ -12,7 +12,7 @@ pdfium's object calls; forms are followed with their matrices): the steps are th
 It cannot read character widths without the text reader, so it keeps a line open wider than pdfium does (the
 larger of the two objects' widths and heights): it never counts fewer steps on a line than pdfium takes. Text
 set in reading order costs one step an object; a page of fewer objects than ``sqrt(2 * limit)`` cannot pass the
-limit and is not walked (one call for a page of a file without forms).
+limit and is not walked (its objects' types are read to count them, ~0.7 µs an object).
 """
 
 from __future__ import annotations
@@ -34,17 +34,38 @@ _DIRECTIONS = {0: ((0, 1.0),), 180: ((0, -1.0),), 90: ((1, 1.0), (1, -1.0)), 270
 _MIN_WIDTH = 0.01  # pdfium's kSizeEpsilon: a narrower text object is not read
 
 
-def over_limit(page_raw: Any, limit: int, *, rotation: int, has_forms: bool) -> bool:
+def over_limit(page_raw: Any, limit: int, *, rotation: int) -> bool:
     """Whether ordering the page's text objects would take pdfium more than ``limit`` steps. ``rotation``: the
-    page's /Rotate (0, 90, 180, 270); ``has_forms`` False: the caller knows the file holds no form XObject, so the
-    page's own object count bounds its text objects."""
+    page's /Rotate (0, 90, 180, 270)."""
     small = math.isqrt(2 * limit)
-    if not has_forms and R.FPDFPage_CountObjects(page_raw) < small:
+    if not _at_least_text_objects(page_raw, small):
         return False
     objects = _text_objects(page_raw)
-    if len(objects) < small:
-        return False
     return any(_steps(objects, axis, sign, limit) > limit for axis, sign in _DIRECTIONS[rotation % 360])
+
+
+def _at_least_text_objects(page_raw: Any, enough: int) -> bool:
+    """Whether the page draws ``enough`` text objects, counting those of its forms (each drawing of a form is
+    objects of its own); one call an object (~0.7 µs), stopping at ``enough``."""
+    count = 0
+    text_kind, form_kind = R.FPDF_PAGEOBJ_TEXT, R.FPDF_PAGEOBJ_FORM
+    object_type = C.object_type
+    holders: list[tuple[Any, bool]] = [(page_raw, False)]
+    while holders:
+        holder, is_form = holders.pop()
+        n = R.FPDFFormObj_CountObjects(holder) if is_form else R.FPDFPage_CountObjects(holder)
+        for k in range(n):
+            obj = C.form_object(holder, k) if is_form else C.page_object(holder, k)
+            if not obj:
+                continue
+            kind = object_type(obj)
+            if kind == text_kind:
+                count += 1
+                if count >= enough:
+                    return True
+            elif kind == form_kind:
+                holders.append((obj, True))
+    return False
 
 
 def _text_objects(page_raw: Any) -> list[tuple[float, float, float]]:
