@@ -345,13 +345,17 @@ def multiplying_forms_pdf(
     inherit: bool = False,
     form_filter: bytes = b"",
     glyph: bool = False,
+    subtype: bytes = b"/Form",
+    indirect_subtype: bool = False,
 ) -> bytes:
     """A PDF of two pages: page 1 plain text; page 2 draws form ``X0``. ``levels=None``: X0 draws itself ``draws``
     times (a loop pdfium follows 40 levels down: draws^40 drawings); else a chain of ``levels`` forms, each drawing
     the next ``draws`` times (sum of draws^k drawings) and showing its own line of text. ``name`` is how the forms'
     content spells X0 (``/X#30`` is the same name); ``inherit``: a looping form has no resources of its own and
     finds X0 in the page's; ``form_filter``: the forms' content is stored hex-encoded (``/ASCIIHexDecode``);
-    ``glyph``: page 2 draws nothing itself but shows a letter of a Type 3 font whose glyph draws X0."""
+    ``glyph``: page 2 draws nothing itself but shows a letter of a Type 3 font whose glyph draws X0; ``subtype``:
+    how the forms spell /Form (``/F#6Frm`` is the same name); ``indirect_subtype``: their /Subtype is a reference
+    to an object holding the name."""
     font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
     plain = _pdf_stream(b"BT /F1 12 Tf 72 720 Td (a plain page) Tj ET")
     first_form = 7
@@ -400,6 +404,10 @@ def multiplying_forms_pdf(
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
         b" /Resources << /Font << %s >> /XObject << /X0 %d 0 R >> >> >>" % (contents, fonts, first_form)
     )
+    written = b"%d 0 R" % (len(objects) + 1) if indirect_subtype else subtype
+    objects = [o.replace(b"/Subtype /Form", b"/Subtype " + written) for o in objects]
+    if indirect_subtype:
+        objects.append(b"/Form")
     return _pdf(objects)
 
 

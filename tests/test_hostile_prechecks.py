@@ -165,6 +165,8 @@ _MULTIPLYING_FORMS = {
     "inherited_resources": {"levels": None, "inherit": True},
     "hex_encoded_forms": {"levels": None, "form_filter": b" /Filter /ASCIIHexDecode"},
     "type3_glyph": {"levels": None, "glyph": True},  # 5 GB in 20 s: pdfium parses the glyph as it loads the page
+    "escaped_subtype": {"levels": None, "subtype": b"/F#6Frm"},
+    "indirect_subtype": {"levels": None, "indirect_subtype": True},
 }
 
 
@@ -172,7 +174,8 @@ _MULTIPLYING_FORMS = {
 def test_a_pdf_page_whose_forms_multiply_is_failed_and_the_others_read(pool: WorkerPool, shape: str) -> None:
     """2 KB: a form drawing itself twice ran the worker out of its 2 GiB in 3.5 s (pdfium parses each drawing anew,
     40 levels down). Each shape is one way the drawing is found: by name, escaped, through the page's resources, in
-    a stream the byte scan cannot read, from a Type 3 font's glyph."""
+    a stream the byte scan cannot read, from a Type 3 font's glyph, a /Subtype spelled with an escape or held in
+    another object."""
     artifact = _artifact(pool, "pdf", hi.multiplying_forms_pdf(**_MULTIPLYING_FORMS[shape]))
     coverage = artifact["coverage"]
     assert coverage["extracted"] == 1

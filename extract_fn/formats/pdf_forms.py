@@ -38,7 +38,10 @@ from typing import Any, Final, NamedTuple
 from extract_fn.formats.pdf_streams import stored_body, streams
 
 PDFIUM_MAX_FORM_LEVEL: Final = 40  # pdfium's kMaxFormLevel (cpdf_streamcontentparser.cpp)
-_FORM: Final = re.compile(rb"/Subtype\s*/Form\b")
+# A stream dictionary's /Subtype: a name (whose "#xx" escapes pdfium reads: /F#6Frm is /Form) or an indirect
+# reference (to a name, perhaps inside an object stream no byte scan reads), which may be /Form.
+_SUBTYPE: Final = re.compile(rb"/Subtype\s*(/[^\s/\[\]<>(){}%]*|\d+\s+\d+\s+R)")
+_NAME_ESCAPE: Final = re.compile(rb"#([0-9A-Fa-f]{2})")
 _FLATE_ONLY: Final = re.compile(rb"/Filter\s*(?:\[\s*)?/(?:FlateDecode|Fl)\s*\]?\s*(?=[/>])")
 _SCAN_BYTES: Final = 1 << 20  # a form's content read for its drawings in step 1; past it, step 2 decides
 # ``/Name Do``: a name's bytes run to a delimiter or white space (ISO 32000-1 7.3.5); "#xx" is an escaped byte.
@@ -51,7 +54,7 @@ def forms_may_multiply(data: bytes) -> bool:
     """Whether some page of ``data`` may parse more drawings than the file holds (step 1)."""
     drawing_forms = 0
     for _number, head, start in streams(data):
-        if not _FORM.search(head):
+        if not _may_be_form(head):
             continue
         content = _form_content(data, head, start)
         if content is None:
@@ -61,6 +64,14 @@ def forms_may_multiply(data: bytes) -> bool:
             return True
         drawing_forms += draws
     return drawing_forms > PDFIUM_MAX_FORM_LEVEL
+
+
+def _may_be_form(head: bytes) -> bool:
+    for m in _SUBTYPE.finditer(head):
+        value = m.group(1)
+        if value.endswith(b"R") or _NAME_ESCAPE.sub(lambda e: bytes((int(e.group(1), 16),)), value) == b"/Form":
+            return True
+    return False
 
 
 def _form_content(data: bytes, head: bytes, start: int) -> bytes | None:
@@ -144,7 +155,7 @@ class _DrawingCounter:
                     if self.work > _WORK:
                         return False  # not known: the drawing count above already bounds what pdfium parses
                     form = _resolved(xobjects.get(self._key(name)))
-                    if form is None or form.get("/Subtype") != "/Form":
+                    if form is None or _resolved(form.get("/Subtype")) != "/Form":
                         continue
                     own = _resolved(form.get("/Resources"))
                     form_resources = own if own is not None else resources
@@ -180,7 +191,7 @@ class _DrawingCounter:
                 self.exhausted = True
                 return self.limit + 1
             form = _resolved(xobjects.get(self._key(name)))
-            if form is None or form.get("/Subtype") != "/Form":
+            if form is None or _resolved(form.get("/Subtype")) != "/Form":
                 continue
             total += times * (1 + self._form(form, resources, level + 1))
             if total > self.limit:
@@ -227,7 +238,7 @@ class _DrawingCounter:
         total = 0
         for value in fonts.values():
             font = _resolved(value)
-            if font is not None and font.get("/Subtype") == "/Type3":
+            if font is not None and _resolved(font.get("/Subtype")) == "/Type3":
                 total += self._type3(font, resources)
                 if total > self.limit:
                     return self.limit + 1
