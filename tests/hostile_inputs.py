@@ -16,6 +16,8 @@ loopback port, for the tests that talk to it over a real socket.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import io
 import os
@@ -323,6 +325,34 @@ def flate_bomb_pdf(inflated_mib: int = 1024) -> bytes:
     """1 MB: a page whose content stream inflates to ``inflated_mib`` MiB (pdfium aborts allocating it)."""
     stream, _crc, _size = _repeated_deflate(b"BT /F1 12 Tf 72 720 Td (bomb) Tj ET\n", 0x20, inflated_mib, b"")
     return one_page_pdf(zlib_wrap(stream), contents_extra=b"/Filter /FlateDecode")
+
+
+def spelled_flate_bomb_pdf(spelling: str, inflated_mib: int = 1024) -> bytes:
+    """``flate_bomb_pdf`` with its filter written another way pdfium reads the same: ``escaped`` (/F#6CateDecode),
+    ``reference`` (/Filter 6 0 R, object 6 the name), ``hex`` ([/ASCIIHexDecode /FlateDecode], the data
+    hex-encoded), ``ascii85`` ([/A85 /Fl]), ``reference_to_array`` (6 0 R holding [/AHx /FlateDecode])."""
+    bomb = flate_bomb_pdf(inflated_mib)
+    start = bomb.index(b"stream\n") + len(b"stream\n")
+    end = bomb.index(b"\nendstream")
+    deflated = bomb[start:end]
+    filters, body, extra = {
+        "escaped": (b"/F#6CateDecode", deflated, b""),
+        "reference": (b"6 0 R", deflated, b"/FlateDecode"),
+        "hex": (b"[/ASCIIHexDecode /FlateDecode]", binascii.hexlify(deflated) + b">", b""),
+        "ascii85": (b"[/A85 /Fl]", b"<~" + base64.a85encode(deflated) + b"~>", b""),
+        "reference_to_array": (b"6 0 R", binascii.hexlify(deflated) + b">", b"[/AHx /FlateDecode]"),
+    }[spelling]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        _pdf_stream(body, b"/Filter " + filters),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    if extra:
+        objects.append(extra)
+    return _pdf(objects)
 
 
 def zlib_wrap(raw_deflate: bytes) -> bytes:

@@ -124,6 +124,15 @@ def test_a_pdf_flate_bomb_is_refused_before_pdfium_aborts(pool: WorkerPool) -> N
     assert "decompression bomb" in err.message
 
 
+@pytest.mark.parametrize("spelling", ["escaped", "reference", "hex", "ascii85", "reference_to_array"])
+def test_a_pdf_flate_bomb_whose_filter_is_spelled_otherwise_is_refused(pool: WorkerPool, spelling: str) -> None:
+    """pdfium reads an escaped name, a reference and a text layer before Flate as it reads /FlateDecode; the check
+    read only the last, and each of these aborted the worker (SIGABRT) inflating 1 GiB."""
+    err = _refused(pool, "pdf", hi.spelled_flate_bomb_pdf(spelling))
+    assert err.code is ErrorCode.RESOURCE_LIMIT
+    assert "decompression bomb" in err.message
+
+
 def test_a_pdf_stream_that_inflates_steeply_but_stays_under_the_floor_is_read() -> None:
     """The ratio counts only past ``pdf_stream_ratio_floor``: a small, very repetitive content stream is read."""
     from extract_fn.formats.pdf_streams import check_streams

@@ -6,15 +6,20 @@ after many seconds. Streams are never inside object streams, so every one is fou
 file's bytes, whatever the xref looks like. Each ``FlateDecode`` stream is inflated here piece by piece (nothing is
 kept) until it ends or passes a limit, and its text-showing operators (``Tj``, ``TJ``, ``'``, ``"``) are counted on
 the way (an approximation that can only count high: the same bytes inside a string count too); a stream stored
-without a filter has its operators counted as it is.
+without a filter has its operators counted as it is. The filter is read as pdfium reads it: a name's "#xx" escapes
+(/F#6CateDecode is /FlateDecode), a reference (resolved where its object is not inside an object stream, else tried
+as Flate), and ASCIIHex or ASCII85 layers before Flate (decoded here, then inflated).
 
 Not checked: image streams (a dictionary with ``/Subtype /Image`` and a ``/Width``; pdfium does not decode them to
-read text), streams whose first filter is not Flate, and encrypted files (their streams do not inflate as they are).
-What slips through is still contained by the worker (a crash costs one worker and is remembered by the pool).
+read text; a content stream whose own dictionary says so slips through), streams whose first filter is another one
+(LZW, RunLength...), and encrypted files (their streams do not inflate as they are). What slips through is still
+contained by the worker (a crash costs one worker and is remembered by the pool).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import zlib
 from collections.abc import Iterator
@@ -25,7 +30,16 @@ from typing import Final
 # the pattern keeps the regex engine from searching for the literal: 95 ms against 2.5 ms for 6 MB).
 _STREAM: Final = re.compile(rb"stream(?:\r\n|\n|\r)")
 _DICT_WINDOW: Final = 4096  # bytes before ``stream`` searched for its dictionary
-_FLATE_FIRST: Final = re.compile(rb"/Filter\s*(?:\[\s*)?/(?:FlateDecode|Fl)\b")
+# The /Filter entry: a name, an array of names, or a reference to either (found as its ``N G obj`` in the file when
+# it is not inside an object stream). Names are read as pdfium reads them: "#xx" is an escaped byte.
+_FILTER: Final = re.compile(rb"/Filter\s*(\[[^\]]{0,512}\]|/[^\s/\[\]<>(){}%]*|\d+\s+\d+\s+R)")
+_FILTER_ITEM: Final = re.compile(rb"/[^\s/\[\]<>(){}%]*|\d+\s+\d+\s+R")
+_NAME_ESCAPE: Final = re.compile(rb"#([0-9A-Fa-f]{2})")
+_REFERENCE: Final = re.compile(rb"(\d+)\s+(\d+)\s+R")
+_FLATE_NAMES: Final = frozenset((b"/FlateDecode", b"/Fl"))
+_HEX_NAMES: Final = frozenset((b"/ASCIIHexDecode", b"/AHx"))
+_A85_NAMES: Final = frozenset((b"/ASCII85Decode", b"/A85"))
+_DEFLATE_MAX_RATIO: Final = 1032  # the most a deflate stream inflates: 258 bytes from each 2 bits of input
 _IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
 _WIDTH: Final = re.compile(rb"/Width\s+\d")
 _IN_CHUNK: Final = 64 * 1024
@@ -84,17 +98,18 @@ def check_streams(
             if _text_operators(raw) > max_text_operators:
                 return _too_many_operators(number, max_text_operators)
             continue
-        if not _FLATE_FIRST.search(head):
+        found = _flate_input(data, head, start, min(ratio_floor or max_stream_bytes, max_stream_bytes))
+        if found is None:
             continue
+        source, pos = found
         inflater = zlib.decompressobj()
         size = operators = fed = 0
-        pos = start
         pending = b""
         while not inflater.eof:
             if not pending:
-                if pos >= len(data):
+                if pos >= len(source):
                     break
-                pending, pos = data[pos : pos + _IN_CHUNK], pos + _IN_CHUNK
+                pending, pos = source[pos : pos + _IN_CHUNK], pos + _IN_CHUNK
                 fed += len(pending)
             try:
                 out = inflater.decompress(pending, _OUT_CHUNK)
@@ -123,6 +138,75 @@ def check_streams(
             if operators > max_text_operators:
                 return _too_many_operators(number, max_text_operators)
     return None
+
+
+def _flate_input(data: bytes, head: bytes, start: int, floor: int) -> tuple[bytes, int] | None:
+    """Where a stream's Flate data starts: ``(data, start)`` when Flate is its first filter (or a reference this
+    pass cannot resolve, tried as Flate: a stream that does not inflate stops at once), the decoded bytes when an
+    ASCIIHex or ASCII85 layer comes first (pdfium decodes it, then inflates: the same bomb, twice the size), else
+    None (another filter first: not checked here). An ASCII85 layer is decoded only when what it holds could
+    inflate past ``floor`` bytes (Python decodes it at ~10 MB/s: the benchmark's doc200.pdf, all ASCII85 content
+    streams of 1.5 KB, would pay 27 ms); so its smaller streams' text operators are not counted."""
+    if b"#" in head:
+        head = _NAME_ESCAPE.sub(_unescape, head)
+    m = _FILTER.search(head)
+    if m is None:
+        return None
+    value = m.group(1)
+    ref = _REFERENCE.fullmatch(value)
+    if ref is not None:
+        value = _object_body(data, ref.group(1), ref.group(2))
+        if value is None:
+            return data, start
+        if b"#" in value:
+            value = _NAME_ESCAPE.sub(_unescape, value)
+    layers: list[bytes] = []
+    for name in _FILTER_ITEM.findall(value):
+        if name in _FLATE_NAMES:
+            if not layers:
+                return data, start
+            body = stored_body(data, start)
+            if any(layer in _A85_NAMES for layer in layers) and len(body) * _DEFLATE_MAX_RATIO <= floor:
+                return None
+            return _decoded(body, layers)
+        if name in _HEX_NAMES or name in _A85_NAMES:
+            layers.append(name)
+            continue
+        if _REFERENCE.fullmatch(name):
+            return (data, start) if not layers else _decoded(stored_body(data, start), layers)
+        return None
+    return None
+
+
+def _decoded(body: bytes, layers: list[bytes]) -> tuple[bytes, int] | None:
+    """``body`` with its ASCIIHex / ASCII85 layers undone, in order (None: it does not decode; pdfium decides)."""
+    for name in layers:
+        try:
+            if name in _HEX_NAMES:
+                text = bytes(body.split(b">", 1)[0].translate(None, b" \t\r\n\f\x00"))
+                body = binascii.unhexlify(text + b"0" if len(text) % 2 else text)
+            else:
+                text = body.split(b"~>", 1)[0].removeprefix(b"<~")
+                body = base64.a85decode(text, adobe=False, ignorechars=b" \t\r\n\f\x00")
+        except (ValueError, binascii.Error):
+            return None
+    return body, 0
+
+
+def _object_body(data: bytes, number: bytes, generation: bytes) -> bytes | None:
+    """The body of the last ``number generation obj`` in ``data`` (at most 4 KB), or None."""
+    at = data.rfind(b"\n" + number + b" " + generation + b" obj")
+    if at < 0:
+        at = data.rfind(b"\r" + number + b" " + generation + b" obj")
+    if at < 0:
+        return None
+    body = data[at : at + _DICT_WINDOW]
+    end = body.find(b"endobj")
+    return body[body.index(b"obj") + 3 : end if end >= 0 else len(body)]
+
+
+def _unescape(m: re.Match[bytes]) -> bytes:
+    return bytes((int(m.group(1), 16),))
 
 
 def _text_operators(chunk: bytes) -> int:
