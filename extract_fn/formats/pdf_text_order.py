@@ -3,7 +3,7 @@
 ``FPDFText_LoadPage`` gathers a line's text objects into a buffer sorted by x: each new object is inserted by
 scanning back from the buffer's end past every object further right (``CPDF_TextPage::ProcessTextObject``), and
 the buffer is emptied when an object's y leaves the line (more than half the wider of the two characters'
-widths from the buffer's last object). Each ``Tj`` is an object of its own, so a 3 KB page of 60 runs of 1,000
+widths from the buffer's last object). Each ``Tj`` is an object of its own, so a 2 KB page of 60 runs of 1,000
 one-letter ``Tj`` drawn over one another, each run starting half a point right of the last, makes 900 million
 steps: 13 s of a worker for nothing a reader needs, and 60 s (the timeout) with twice the runs.
 
@@ -31,6 +31,7 @@ from extract_fn.formats.pdf_matrix import mul as _mul
 # The order pdfium sorts a line in: the display's x (its page matrix, which turns the page by its /Rotate): the
 # page's x, reversed on a page shown upside down; on a page shown turned a quarter, the page's y, both ways replayed.
 _DIRECTIONS = {0: ((0, 1.0),), 180: ((0, -1.0),), 90: ((1, 1.0), (1, -1.0)), 270: ((1, 1.0), (1, -1.0))}
+_EVERY_DIRECTION = ((0, 1.0), (0, -1.0), (1, 1.0), (1, -1.0))  # a rotation pdfium would not give
 _MIN_WIDTH = 0.01  # pdfium's kSizeEpsilon: a narrower text object is not read
 
 
@@ -41,7 +42,8 @@ def over_limit(page_raw: Any, limit: int, *, rotation: int) -> bool:
     if not _at_least_text_objects(page_raw, small):
         return False
     objects = _text_objects(page_raw)
-    return any(_steps(objects, axis, sign, limit) > limit for axis, sign in _DIRECTIONS[rotation % 360])
+    directions = _DIRECTIONS.get(rotation % 360, _EVERY_DIRECTION)
+    return any(_steps(objects, axis, sign, limit) > limit for axis, sign in directions)
 
 
 def _at_least_text_objects(page_raw: Any, enough: int) -> bool:
