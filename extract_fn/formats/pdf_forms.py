@@ -35,13 +35,12 @@ import zlib
 from collections import Counter
 from typing import Any, Final, NamedTuple
 
-from extract_fn.formats.pdf_streams import stored_body, streams
+from extract_fn.formats.pdf_streams import stored_body, streams, unescape_names
 
 PDFIUM_MAX_FORM_LEVEL: Final = 40  # pdfium's kMaxFormLevel (cpdf_streamcontentparser.cpp)
 # A stream dictionary's /Subtype: a name (whose "#xx" escapes pdfium reads: /F#6Frm is /Form) or an indirect
 # reference (to a name, perhaps inside an object stream no byte scan reads), which may be /Form.
 _SUBTYPE: Final = re.compile(rb"/Subtype\s*(/[^\s/\[\]<>(){}%]*|\d+\s+\d+\s+R)")
-_NAME_ESCAPE: Final = re.compile(rb"#([0-9A-Fa-f]{2})")
 _FLATE_ONLY: Final = re.compile(rb"/Filter\s*(?:\[\s*)?/(?:FlateDecode|Fl)\s*\]?\s*(?=[/>])")
 _SCAN_BYTES: Final = 1 << 20  # a form's content read for its drawings in step 1; past it, step 2 decides
 # ``/Name Do``: a name's bytes run to a delimiter or white space (ISO 32000-1 7.3.5); "#xx" is an escaped byte.
@@ -69,7 +68,7 @@ def forms_may_multiply(data: bytes) -> bool:
 def _may_be_form(head: bytes) -> bool:
     for m in _SUBTYPE.finditer(head):
         value = m.group(1)
-        if value.endswith(b"R") or _NAME_ESCAPE.sub(lambda e: bytes((int(e.group(1), 16),)), value) == b"/Form":
+        if value.endswith(b"R") or unescape_names(value) == b"/Form":
             return True
     return False
 

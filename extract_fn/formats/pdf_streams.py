@@ -147,9 +147,7 @@ def _flate_input(data: bytes, head: bytes, start: int, floor: int) -> tuple[byte
     None (another filter first: not checked here). An ASCII85 layer is decoded only when what it holds could
     inflate past ``floor`` bytes (Python decodes it at ~10 MB/s: the benchmark's doc200.pdf, all ASCII85 content
     streams of 1.5 KB, would pay 27 ms); so its smaller streams' text operators are not counted."""
-    if b"#" in head:
-        head = _NAME_ESCAPE.sub(_unescape, head)
-    m = _FILTER.search(head)
+    m = _FILTER.search(unescape_names(head))
     if m is None:
         return None
     value = m.group(1)
@@ -158,8 +156,7 @@ def _flate_input(data: bytes, head: bytes, start: int, floor: int) -> tuple[byte
         value = _object_body(data, ref.group(1), ref.group(2))
         if value is None:
             return data, start
-        if b"#" in value:
-            value = _NAME_ESCAPE.sub(_unescape, value)
+        value = unescape_names(value)
     layers: list[bytes] = []
     for name in _FILTER_ITEM.findall(value):
         if name in _FLATE_NAMES:
@@ -203,6 +200,11 @@ def _object_body(data: bytes, number: bytes, generation: bytes) -> bytes | None:
     body = data[at : at + _DICT_WINDOW]
     end = body.find(b"endobj")
     return body[body.index(b"obj") + 3 : end if end >= 0 else len(body)]
+
+
+def unescape_names(text: bytes) -> bytes:
+    """``text`` with each name's "#xx" escapes read as the bytes they stand for, as pdfium reads names."""
+    return _NAME_ESCAPE.sub(_unescape, text) if b"#" in text else text
 
 
 def _unescape(m: re.Match[bytes]) -> bytes:
