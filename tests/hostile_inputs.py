@@ -330,7 +330,9 @@ def flate_bomb_pdf(inflated_mib: int = 1024) -> bytes:
 def spelled_flate_bomb_pdf(spelling: str, inflated_mib: int = 1024) -> bytes:
     """``flate_bomb_pdf`` with its filter written another way pdfium reads the same: ``escaped`` (/F#6CateDecode),
     ``reference`` (/Filter 6 0 R, object 6 the name), ``hex`` ([/ASCIIHexDecode /FlateDecode], the data
-    hex-encoded), ``ascii85`` ([/A85 /Fl]), ``reference_to_array`` (6 0 R holding [/AHx /FlateDecode])."""
+    hex-encoded), ``ascii85`` ([/A85 /Fl]), ``reference_to_array`` (6 0 R holding [/AHx /FlateDecode]);
+    ``says_it_is_an_image``: the content stream's dictionary claims /Subtype /Image /Width 1 (images are not
+    inflated by the check, but pdfium parses a page's /Contents whatever they say)."""
     bomb = flate_bomb_pdf(inflated_mib)
     start = bomb.index(b"stream\n") + len(b"stream\n")
     end = bomb.index(b"\nendstream")
@@ -341,6 +343,7 @@ def spelled_flate_bomb_pdf(spelling: str, inflated_mib: int = 1024) -> bytes:
         "hex": (b"[/ASCIIHexDecode /FlateDecode]", binascii.hexlify(deflated) + b">", b""),
         "ascii85": (b"[/A85 /Fl]", b"<~" + base64.a85encode(deflated) + b"~>", b""),
         "reference_to_array": (b"6 0 R", binascii.hexlify(deflated) + b">", b"[/AHx /FlateDecode]"),
+        "says_it_is_an_image": (b"/FlateDecode /Subtype /Image /Width 1 /Height 1", deflated, b""),
     }[spelling]
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",

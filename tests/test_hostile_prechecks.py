@@ -124,7 +124,9 @@ def test_a_pdf_flate_bomb_is_refused_before_pdfium_aborts(pool: WorkerPool) -> N
     assert "decompression bomb" in err.message
 
 
-@pytest.mark.parametrize("spelling", ["escaped", "reference", "hex", "ascii85", "reference_to_array"])
+@pytest.mark.parametrize(
+    "spelling", ["escaped", "reference", "hex", "ascii85", "reference_to_array", "says_it_is_an_image"]
+)
 def test_a_pdf_flate_bomb_whose_filter_is_spelled_otherwise_is_refused(pool: WorkerPool, spelling: str) -> None:
     """pdfium reads an escaped name, a reference and a text layer before Flate as it reads /FlateDecode; the check
     read only the last, and each of these aborted the worker (SIGABRT) inflating 1 GiB."""

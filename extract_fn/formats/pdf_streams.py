@@ -11,9 +11,10 @@ without a filter has its operators counted as it is. The filter is read as pdfiu
 as Flate), and ASCIIHex or ASCII85 layers before Flate (decoded here, then inflated).
 
 Not checked: image streams (a dictionary with ``/Subtype /Image`` and a ``/Width``; pdfium does not decode them to
-read text; a content stream whose own dictionary says so slips through), streams whose first filter is another one
-(LZW, RunLength...), and encrypted files (their streams do not inflate as they are). What slips through is still
-contained by the worker (a crash costs one worker and is remembered by the pool).
+read text), unless a page's ``/Contents`` or a Type 3 font's ``/CharProcs`` names them (found in the file's bytes
+and its object streams: pdfium parses those as content whatever their dictionary says); streams whose first filter
+is another one (LZW, RunLength...); and encrypted files (their streams do not inflate as they are). What slips
+through is still contained by the worker (a crash costs one worker and is remembered by the pool).
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ _HEX_NAMES: Final = frozenset((b"/ASCIIHexDecode", b"/AHx"))
 _A85_NAMES: Final = frozenset((b"/ASCII85Decode", b"/A85"))
 _DEFLATE_MAX_RATIO: Final = 1032  # the most a deflate stream inflates: 258 bytes from each 2 bits of input
 _IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
+_OBJSTM: Final = re.compile(rb"/Type\s*/ObjStm\b")
+_OBJSTM_BYTES: Final = 16 * 1024 * 1024
+# /Contents N G R, /Contents [refs], /CharProcs << /name N G R ... >>: what they name is parsed as content.
+_CONTENT_REFS: Final = re.compile(rb"/Contents\s*(?:\d+\s+\d+\s+R|\[[^\]]{0,65536}\])|/CharProcs\s*<<[^>]{0,65536}>>")
+_REFERENCE_NUMBER: Final = re.compile(rb"(\d+)\s+\d+\s+R")
+_OBJ_HEADER: Final = re.compile(rb"(\d+)\s+\d+\s+$")
+_ARRAY_OBJECT: Final = re.compile(rb"obj\s*\[")
 _WIDTH: Final = re.compile(rb"/Width\s+\d")
 _IN_CHUNK: Final = 64 * 1024
 _OUT_CHUNK: Final = 4 * 1024 * 1024
@@ -90,9 +98,13 @@ def check_streams(
     inflated bytes that inflates more than ``max_ratio`` times what it consumed is a bomb: refused there, without
     inflating (and scanning) the rest up to ``max_stream_bytes``."""
     total = 0
+    parsed: set[bytes] | None = None  # the objects pdfium parses as content, found on the first image-like stream
     for number, head, start in streams(data):
         if _IMAGE.search(head) and _WIDTH.search(head):
-            continue
+            if parsed is None:
+                parsed = _parsed_as_content(data)
+            if _object_number(data, start) not in parsed:
+                continue
         if b"/Filter" not in head:  # stored as is: only its operators can be too many
             raw = stored_body(data, start)
             if _text_operators(raw) > max_text_operators:
@@ -138,6 +150,45 @@ def check_streams(
             if operators > max_text_operators:
                 return _too_many_operators(number, max_text_operators)
     return None
+
+
+def _parsed_as_content(data: bytes) -> set[bytes]:
+    """The numbers of the objects a page's ``/Contents`` or a Type 3 font's ``/CharProcs`` name: streams pdfium
+    parses as content whatever their own dictionary says (a bomb calling itself an image is still inflated). Read
+    from the file's bytes and from its object streams (inflated up to ``_OBJSTM_BYTES``), one array's references
+    followed where ``/Contents`` names an array object."""
+    texts = [data]
+    for m in _OBJSTM.finditer(data):
+        begin = _STREAM.search(data, m.end(), m.end() + _DICT_WINDOW)
+        if begin is None:
+            continue
+        try:
+            texts.append(
+                zlib.decompressobj().decompress(data[begin.end() : begin.end() + _OBJSTM_BYTES], _OBJSTM_BYTES)
+            )
+        except zlib.error:
+            continue
+    numbers: set[bytes] = set()
+    arrays: dict[bytes, bytes] = {}
+    for text in texts:
+        for m in _CONTENT_REFS.finditer(text):
+            numbers.update(_REFERENCE_NUMBER.findall(m.group(0)))
+        for m in _ARRAY_OBJECT.finditer(text):  # "obj [" first: a literal the search can skip to
+            header = _OBJ_HEADER.search(text[max(0, m.start() - 32) : m.start()])
+            end = text.find(b"]", m.end(), m.end() + 65536)
+            if header is not None and end >= 0:
+                arrays[header.group(1)] = text[m.end() : end]
+    for number in [n for n in numbers if n in arrays]:
+        numbers.update(_REFERENCE_NUMBER.findall(arrays[number]))
+    return numbers
+
+
+def _object_number(data: bytes, start: int) -> bytes | None:
+    """The number of the object whose stream starts at ``start`` (its ``N G obj``), or None."""
+    window = data[max(0, start - _DICT_WINDOW) : start]
+    at = window.rfind(b"obj")
+    m = _OBJ_HEADER.search(window[max(0, at - 32) : at]) if at >= 0 else None
+    return m.group(1) if m is not None else None
 
 
 def _flate_input(data: bytes, head: bytes, start: int, floor: int) -> tuple[bytes, int] | None:
