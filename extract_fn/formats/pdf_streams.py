@@ -155,32 +155,36 @@ def check_streams(
 def _parsed_as_content(data: bytes) -> set[bytes]:
     """The numbers of the objects a page's ``/Contents`` or a Type 3 font's ``/CharProcs`` name: streams pdfium
     parses as content whatever their own dictionary says (a bomb calling itself an image is still inflated). Read
-    from the file's bytes and from its object streams (inflated up to ``_OBJSTM_BYTES``), one array's references
+    from the file's bytes and from its object streams (``_OBJSTM_BYTES`` inflated in all), one array's references
     followed where ``/Contents`` names an array object."""
-    texts = [data]
-    for m in _OBJSTM.finditer(data):
-        begin = _STREAM.search(data, m.end(), m.end() + _DICT_WINDOW)
-        if begin is None:
-            continue
-        try:
-            texts.append(
-                zlib.decompressobj().decompress(data[begin.end() : begin.end() + _OBJSTM_BYTES], _OBJSTM_BYTES)
-            )
-        except zlib.error:
-            continue
     numbers: set[bytes] = set()
     arrays: dict[bytes, bytes] = {}
-    for text in texts:
-        for m in _CONTENT_REFS.finditer(text):
-            numbers.update(_REFERENCE_NUMBER.findall(m.group(0)))
-        for m in _ARRAY_OBJECT.finditer(text):  # "obj [" first: a literal the search can skip to
-            header = _OBJ_HEADER.search(text[max(0, m.start() - 32) : m.start()])
-            end = text.find(b"]", m.end(), m.end() + 65536)
-            if header is not None and end >= 0:
-                arrays[header.group(1)] = text[m.end() : end]
+    _content_refs(data, numbers, arrays)
+    budget = _OBJSTM_BYTES  # all object streams together: each is read and let go
+    for m in _OBJSTM.finditer(data):
+        begin = _STREAM.search(data, m.end(), m.end() + _DICT_WINDOW)
+        if begin is None or budget <= 0:
+            continue
+        try:
+            text = zlib.decompressobj().decompress(data[begin.end() : begin.end() + budget], budget)
+        except zlib.error:
+            continue
+        budget -= len(text)
+        _content_refs(text, numbers, arrays)
     for number in [n for n in numbers if n in arrays]:
         numbers.update(_REFERENCE_NUMBER.findall(arrays[number]))
     return numbers
+
+
+def _content_refs(text: bytes, numbers: set[bytes], arrays: dict[bytes, bytes]) -> None:
+    """Adds to ``numbers`` what ``text``'s /Contents and /CharProcs name, and to ``arrays`` its array objects."""
+    for m in _CONTENT_REFS.finditer(text):
+        numbers.update(_REFERENCE_NUMBER.findall(m.group(0)))
+    for m in _ARRAY_OBJECT.finditer(text):  # "obj [" first: a literal the search can skip to
+        header = _OBJ_HEADER.search(text[max(0, m.start() - 32) : m.start()])
+        end = text.find(b"]", m.end(), m.end() + 65536)
+        if header is not None and end >= 0:
+            arrays[header.group(1)] = text[m.end() : end]
 
 
 def _object_number(data: bytes, start: int) -> bytes | None:
