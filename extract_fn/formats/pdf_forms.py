@@ -107,9 +107,12 @@ def check_pages(data: bytes, limit: int) -> FormPages | None:
         counter = _DrawingCounter(limit)
         pages = FormPages(set(), set())
         for index, page in enumerate(reader.pages):
-            if counter.exhausted or counter.page(page) > limit:
+            contents = page.get_contents()
+            names = _names(contents.get_data() if contents is not None else b"")  # the page's content, read once
+            resources = _resolved(page.get("/Resources"))
+            if counter.exhausted or counter.page(names, resources) > limit:
                 pages.over.add(index)
-            elif counter.unreached_text(page):
+            elif counter.unreached_text(names, resources):
                 pages.unreached.add(index)
         return pages
     except Exception:  # pypdf raises many kinds on a damaged file (and RecursionError): pdfium then decides, as before
@@ -129,17 +132,14 @@ class _DrawingCounter:
         self._keep: list[Any] = []  # what an id() above names stays alive while the ids are keys
         self._keys: dict[bytes, str] = {}  # a name's bytes in content -> its key in a pypdf dictionary
 
-    def page(self, page: Any) -> int:
-        contents = page.get_contents()
-        content = contents.get_data() if contents is not None else b""
-        resources = _resolved(page.get("/Resources"))
-        return self._drawings(_names(content), resources, 0) + self._glyphs(resources)
+    def page(self, names: Counter[bytes], resources: Any) -> int:
+        """The drawings parsed for a page whose content draws ``names`` with ``resources``."""
+        return self._drawings(names, resources, 0) + self._glyphs(resources)
 
-    def unreached_text(self, page: Any) -> bool:
+    def unreached_text(self, page_names: Counter[bytes], page_resources: Any) -> bool:
         """Whether a form holding text is drawn on the page only deeper than pdfium's levels: breadth first from the
         page's content, so each form is met at the least level it is drawn at."""
-        contents = page.get_contents()
-        frontier = [(_names(contents.get_data() if contents is not None else b""), _resolved(page.get("/Resources")))]
+        frontier = [(page_names, page_resources)]
         seen: set[tuple[int, int]] = set()
         level = 0
         while frontier:
@@ -153,11 +153,10 @@ class _DrawingCounter:
                     self.work += 1
                     if self.work > _WORK:
                         return False  # not known: the drawing count above already bounds what pdfium parses
-                    form = _resolved(xobjects.get(self._key(name)))
-                    if form is None or _resolved(form.get("/Subtype")) != "/Form":
+                    form = self._form_named(xobjects, name)
+                    if form is None:
                         continue
-                    own = _resolved(form.get("/Resources"))
-                    form_resources = own if own is not None else resources
+                    form_resources = _own_resources(form, resources)
                     key = (id(form), id(form_resources))
                     if key in seen:
                         continue
@@ -189,13 +188,18 @@ class _DrawingCounter:
             if self.work > _WORK:
                 self.exhausted = True
                 return self.limit + 1
-            form = _resolved(xobjects.get(self._key(name)))
-            if form is None or _resolved(form.get("/Subtype")) != "/Form":
+            form = self._form_named(xobjects, name)
+            if form is None:
                 continue
             total += times * (1 + self._form(form, resources, level + 1))
             if total > self.limit:
                 return self.limit + 1
         return total
+
+    def _form_named(self, xobjects: Any, name: bytes) -> Any:
+        """The form XObject ``name`` stands for in ``xobjects``, or None (missing, or another kind of XObject)."""
+        form = _resolved(xobjects.get(self._key(name)))
+        return form if form is not None and _resolved(form.get("/Subtype")) == "/Form" else None
 
     def _key(self, name: bytes) -> str:
         """``name`` as pypdf spells the same name read from a dictionary (``NameObject.read_from_stream``)."""
@@ -216,8 +220,7 @@ class _DrawingCounter:
     def _form(self, form: Any, parent_resources: Any, level: int) -> int:
         if level > PDFIUM_MAX_FORM_LEVEL:  # pdfium parses no deeper
             return 0
-        own = _resolved(form.get("/Resources"))
-        resources = own if own is not None else parent_resources
+        resources = _own_resources(form, parent_resources)
         key = (id(form), id(resources), level)
         known = self._memo.get(key)
         if known is not None:
@@ -244,8 +247,7 @@ class _DrawingCounter:
         return total
 
     def _type3(self, font: Any, parent_resources: Any) -> int:
-        own = _resolved(font.get("/Resources"))
-        resources = own if own is not None else parent_resources  # as pdfium's CPDF_Type3Font
+        resources = _own_resources(font, parent_resources)  # as pdfium's CPDF_Type3Font
         key = (id(font), id(resources))
         known = self._glyph_memo.get(key)
         if known is not None:
@@ -268,6 +270,12 @@ class _DrawingCounter:
 def _names(content: bytes) -> Counter[bytes]:
     """The names a content stream draws with ``Do`` (their bytes, without the "/"), each with how often."""
     return Counter(m.group(1) for m in _DO.finditer(content))
+
+
+def _own_resources(holder: Any, parent_resources: Any) -> Any:
+    """A form's or Type 3 font's own /Resources, else those of what draws it (as pdfium's ``CPDF_Form``)."""
+    own = _resolved(holder.get("/Resources"))
+    return own if own is not None else parent_resources
 
 
 def _resolved(value: Any) -> Any:
