@@ -341,7 +341,7 @@ def spelled_flate_bomb_pdf(spelling: str, inflated_mib: int = 1024) -> bytes:
         "escaped": (b"/F#6CateDecode", deflated, b""),
         "reference": (b"6 0 R", deflated, b"/FlateDecode"),
         "hex": (b"[/ASCIIHexDecode /FlateDecode]", binascii.hexlify(deflated) + b">", b""),
-        "ascii85": (b"[/A85 /Fl]", b"<~" + base64.a85encode(deflated) + b"~>", b""),
+        "ascii85": (b"[/A85 /Fl]", base64.a85encode(deflated) + b"~>", b""),  # no "<~": pdfium stops there
         "reference_to_array": (b"6 0 R", binascii.hexlify(deflated) + b">", b"[/AHx /FlateDecode]"),
         "says_it_is_an_image": (b"/FlateDecode /Subtype /Image /Width 1 /Height 1", deflated, b""),
     }[spelling]
@@ -356,6 +356,106 @@ def spelled_flate_bomb_pdf(spelling: str, inflated_mib: int = 1024) -> bytes:
     if extra:
         objects.append(extra)
     return _pdf(objects)
+
+
+def lzw_encode(data: bytes, *, early_change: bool = True) -> bytes:
+    """``data`` as a PDF LZWDecode stream (codes of 9-12 bits, most significant first, a clear code when the table
+    fills), written independently of the extractor's decoder so each checks the other."""
+    early = 1 if early_change else 0
+    out = bytearray()
+    acc = bits = 0
+
+    def put(code: int, width: int) -> None:
+        nonlocal acc, bits
+        acc, bits = (acc << width) | code, bits + width
+        while bits >= 8:
+            bits -= 8
+            out.append((acc >> bits) & 0xFF)
+        acc &= (1 << bits) - 1
+
+    table = {bytes((i,)): i for i in range(256)}
+    next_code, width = 258, 9
+    put(256, width)
+    word = b""
+    for byte in data:
+        longer = word + bytes((byte,))
+        if longer in table:
+            word = longer
+            continue
+        put(table[word], width)
+        table[longer] = next_code
+        next_code += 1
+        if next_code + early > (1 << width) and width < 12:
+            width += 1
+        if next_code + early >= 4095:
+            put(256, width)
+            table = {bytes((i,)): i for i in range(256)}
+            next_code, width = 258, 9
+        word = bytes((byte,))
+    if word:
+        put(table[word], width)
+    put(257, width)
+    if bits:
+        out.append((acc << (8 - bits)) & 0xFF)
+    return bytes(out)
+
+
+def lzw_bomb(repeats: int) -> bytes:
+    """An LZW stream that grows one string of "A" to the table's longest (3,837 bytes), then repeats that code
+    ``repeats`` times without a clear code: 1.5 bytes of input for each 3,837 written (pdfium keeps the full table
+    and goes on reading)."""
+    codes = [256, 65, *range(258, 4094), *[4093] * repeats, 257]
+    out = bytearray()
+    acc = bits = 0
+    width, size = 9, 258
+    for at, code in enumerate(codes):
+        acc, bits = (acc << width) | code, bits + width
+        while bits >= 8:
+            bits -= 8
+            out.append((acc >> bits) & 0xFF)
+        acc &= (1 << bits) - 1
+        if at >= 2 and size < 4094 - 1:
+            size += 1
+        width = 10 if size + 1 >= 512 else width
+        width = 11 if size + 1 >= 1024 else width
+        width = 12 if size + 1 >= 2048 else width
+    if bits:
+        out.append((acc << (8 - bits)) & 0xFF)
+    return bytes(out)
+
+
+def run_length_encode(data: bytes) -> bytes:
+    """``data`` as RunLengthDecode literal runs of up to 128 bytes, then the end byte 128."""
+    out = bytearray()
+    for at in range(0, len(data), 128):
+        piece = data[at : at + 128]
+        out += bytes((len(piece) - 1,)) + piece
+    return bytes(out + b"\x80")
+
+
+def a85(data: bytes) -> bytes:
+    """``data`` as ASCII85Decode text: groups with "z" for four zero bytes, ended by "~>" (no "<~": pdfium stops
+    there)."""
+    return base64.a85encode(data) + b"~>"
+
+
+def chained_bomb_pdf(chain: str) -> bytes:
+    """A page whose content stream decodes to about 2 GiB through a chain of filters each of which alone passes
+    the first layer's check: ``flate_flate`` (4 KB: a deflated 2 MB deflate of 2 GiB), ``lzw`` (900 KB, 2.3 GB),
+    ``run_length_flate`` (a 1 GiB flate bomb in RunLength literal runs), ``flate_lzw`` (the LZW bomb deflated)."""
+    if chain == "flate_flate":
+        inner = zlib.compressobj(9)
+        deflated = b"".join(inner.compress(b" " * (1 << 24)) for _ in range(128)) + inner.flush()
+        return one_page_pdf(zlib.compress(deflated, 9), contents_extra=b"/Filter [/FlateDecode /FlateDecode]")
+    if chain == "lzw":
+        return one_page_pdf(lzw_bomb(600_000), contents_extra=b"/Filter /LZWDecode")
+    if chain == "run_length_flate":
+        bomb = flate_bomb_pdf(1024)
+        deflated = bomb[bomb.index(b"stream\n") + 7 : bomb.index(b"\nendstream")]
+        return one_page_pdf(run_length_encode(deflated), contents_extra=b"/Filter [/RL /FlateDecode]")
+    if chain == "flate_lzw":
+        return one_page_pdf(zlib.compress(lzw_bomb(600_000), 9), contents_extra=b"/Filter [/Fl /LZW]")
+    raise ValueError(chain)
 
 
 def zlib_wrap(raw_deflate: bytes) -> bytes:

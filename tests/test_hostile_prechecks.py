@@ -7,6 +7,7 @@ The real format modules run in a worker pool with a generous time limit: an answ
 
 from __future__ import annotations
 
+import binascii
 import io
 import zipfile
 import zlib
@@ -133,6 +134,33 @@ def test_a_pdf_flate_bomb_whose_filter_is_spelled_otherwise_is_refused(pool: Wor
     err = _refused(pool, "pdf", hi.spelled_flate_bomb_pdf(spelling))
     assert err.code is ErrorCode.RESOURCE_LIMIT
     assert "decompression bomb" in err.message
+
+
+@pytest.mark.parametrize("chain", ["flate_flate", "lzw", "run_length_flate", "flate_lzw"])
+def test_a_pdf_bomb_behind_a_chain_of_filters_is_refused(pool: WorkerPool, chain: str) -> None:
+    """pdfium decodes every filter of a stream's chain whole, one after the other; the check inflated only a first
+    Flate layer, so a 4 KB page under [/FlateDecode /FlateDecode] and a 900 KB LZW page each aborted the worker
+    (SIGABRT) on their way to 2 GiB."""
+    err = _refused(pool, "pdf", hi.chained_bomb_pdf(chain))
+    assert err.code is ErrorCode.RESOURCE_LIMIT
+    assert "decompression bomb" in err.message
+
+
+@pytest.mark.parametrize(
+    ("filters", "encode"),
+    [
+        (b"/LZWDecode", hi.lzw_encode),
+        (b"[/FlateDecode /FlateDecode]", lambda raw: zlib.compress(zlib.compress(raw))),
+        (b"[/RL /AHx /A85 /Fl]", lambda raw: hi.run_length_encode(binascii.hexlify(hi.a85(zlib.compress(raw))))),
+    ],
+    ids=["lzw", "flate_flate", "four_layers"],
+)
+def test_a_pdf_page_behind_a_chain_of_filters_is_read(pool: WorkerPool, filters: bytes, encode: Any) -> None:
+    """The check decodes a chain as pdfium does: an ordinary page under LZW or several layers is read, not refused."""
+    raw = b"BT /F1 24 Tf 72 700 Td (chained filters read) Tj ET"
+    artifact = _artifact(pool, "pdf", hi.one_page_pdf(encode(raw), contents_extra=b"/Filter " + filters))
+    assert [b["text"] for b in artifact["blocks"]] == ["chained filters read"]
+    assert artifact["coverage"]["complete"] is True
 
 
 def test_a_pdf_stream_that_inflates_steeply_but_stays_under_the_floor_is_read() -> None:

@@ -3,29 +3,31 @@
 pdfium inflates a page's content stream whole and aborts the process when an allocation fails (a 1 MB file whose
 content stream inflates to 1 GiB), and a page of millions of text-showing operators runs the worker out of memory
 after many seconds. Streams are never inside object streams, so every one is found by its ``stream`` keyword in the
-file's bytes, whatever the xref looks like. Each ``FlateDecode`` stream is inflated here piece by piece (nothing is
-kept) until it ends or passes a limit, and its text-showing operators (``Tj``, ``TJ``, ``'``, ``"``) are counted on
-the way (an approximation that can only count high: the same bytes inside a string count too); a stream stored
-without a filter has its operators counted as it is. The filter is read as pdfium reads it: a name's "#xx" escapes
-(/F#6CateDecode is /FlateDecode), a reference (resolved where its object is not inside an object stream, else tried
-as Flate), and ASCIIHex or ASCII85 layers before Flate (decoded here, then inflated).
+file's bytes, whatever the xref looks like. Each filtered stream is decoded here through its whole chain
+(``pdf_filters``: pdfium decodes each layer whole, so ``[/FlateDecode /FlateDecode]`` or LZW alone can reach
+gigabytes from a few KB) piece by piece, nothing kept, until it ends or passes a limit, and its text-showing
+operators (``Tj``, ``TJ``, ``'``, ``"``) are counted on the way (an approximation that can only count high: the same
+bytes inside a string count too); a stream stored without a filter has its operators counted as it is. The filter is
+read as pdfium reads it: a name's "#xx" escapes (/F#6CateDecode is /FlateDecode), a reference (resolved where its
+object is not inside an object stream, else tried as Flate), /Crypt skipped, an image filter ending the chain.
 
 Not checked: image streams (a dictionary with ``/Subtype /Image`` and a ``/Width``; pdfium does not decode them to
 read text), unless a page's ``/Contents`` or a Type 3 font's ``/CharProcs`` names them (found in the file's bytes
-and its object streams: pdfium parses those as content whatever their dictionary says); streams whose first filter
-is another one (LZW, RunLength...); and encrypted files (their streams do not inflate as they are). What slips
-through is still contained by the worker (a crash costs one worker and is remembered by the pool).
+and its object streams: pdfium parses those as content whatever their dictionary says); a chain other than Flate
+alone that cannot write more than the ratio floor or 3 bytes per allowed text operator; and encrypted files (their
+streams do not decode as they are). What slips through is still contained by the worker (a crash costs one worker
+and is remembered by the pool).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
+
+from extract_fn.formats import pdf_filters
 
 # ``stream`` and its end of line; an ``endstream`` match is skipped after the search (a look-behind at the start of
 # the pattern keeps the regex engine from searching for the literal: 95 ms against 2.5 ms for 6 MB).
@@ -37,10 +39,7 @@ _FILTER: Final = re.compile(rb"/Filter\s*(\[[^\]]{0,512}\]|/[^\s/\[\]<>(){}%]*|\
 _FILTER_ITEM: Final = re.compile(rb"/[^\s/\[\]<>(){}%]*|\d+\s+\d+\s+R")
 _NAME_ESCAPE: Final = re.compile(rb"#([0-9A-Fa-f]{2})")
 _REFERENCE: Final = re.compile(rb"(\d+)\s+(\d+)\s+R")
-_FLATE_NAMES: Final = frozenset((b"/FlateDecode", b"/Fl"))
-_HEX_NAMES: Final = frozenset((b"/ASCIIHexDecode", b"/AHx"))
-_A85_NAMES: Final = frozenset((b"/ASCII85Decode", b"/A85"))
-_DEFLATE_MAX_RATIO: Final = 1032  # the most a deflate stream inflates: 258 bytes from each 2 bits of input
+_EARLY_CHANGE_OFF: Final = re.compile(rb"/EarlyChange\s+0\b")
 _IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
 _OBJSTM: Final = re.compile(rb"/Type\s*/ObjStm\b")
 _OBJSTM_BYTES: Final = 16 * 1024 * 1024
@@ -98,6 +97,9 @@ def check_streams(
     inflated bytes that inflates more than ``max_ratio`` times what it consumed is a bomb: refused there, without
     inflating (and scanning) the rest up to ``max_stream_bytes``."""
     total = 0
+    # A chain other than Flate alone is decoded only when it could write more than this: the size limit's floor,
+    # or as many bytes as the text operators allowed take at 3 bytes each ("()'"), whichever is less.
+    skip_below = min(ratio_floor or max_stream_bytes, max_stream_bytes, 3 * max_text_operators)
     parsed: set[bytes] | None = None  # the objects pdfium parses as content, found on the first image-like stream
     for number, head, start in streams(data):
         if _IMAGE.search(head) and _WIDTH.search(head):
@@ -110,45 +112,50 @@ def check_streams(
             if _text_operators(raw) > max_text_operators:
                 return _too_many_operators(number, max_text_operators)
             continue
-        found = _flate_input(data, head, start, min(ratio_floor or max_stream_bytes, max_stream_bytes))
-        if found is None:
+        layers = _filters(data, head)
+        if not layers:
             continue
-        source, pos = found
-        inflater = zlib.decompressobj()
-        size = operators = fed = 0
-        pending = b""
-        while not inflater.eof:
-            if not pending:
-                if pos >= len(source):
-                    break
-                pending, pos = source[pos : pos + _IN_CHUNK], pos + _IN_CHUNK
-                fed += len(pending)
-            try:
-                out = inflater.decompress(pending, _OUT_CHUNK)
-            except zlib.error:
-                break  # damaged, or encrypted: pdfium decides
-            pending = inflater.unconsumed_tail
-            size += len(out)
-            total += len(out)
-            operators += _text_operators(out)
-            consumed = fed - len(pending) - len(inflater.unused_data)  # compressed bytes read so far
-            if size > ratio_floor and size > max_ratio * max(1, consumed):
-                return StreamProblem(
-                    f"compressed stream {number} of the PDF inflates more than {max_ratio:g} times its size (past "
-                    f"{ratio_floor:,} bytes), over this service's limit (a decompression bomb?)"
-                )
-            if size > max_stream_bytes:
-                return StreamProblem(
-                    f"compressed stream {number} of the PDF inflates to more than {max_stream_bytes:,} bytes, "
-                    "over this service's limit (a decompression bomb?)"
-                )
-            if total > max_total_bytes:
-                return StreamProblem(
-                    f"the PDF's compressed streams inflate to more than {max_total_bytes:,} bytes in all, over this "
-                    "service's limit"
-                )
-            if operators > max_text_operators:
-                return _too_many_operators(number, max_text_operators)
+        meter = pdf_filters.Meter()
+        if layers[0] == pdf_filters.FLATE:  # zlib finds where its data ends
+            source = _pieces(data, start, len(data))
+        else:
+            body = stored_body(data, start)
+            if _most_output(layers, body) <= skip_below:
+                continue
+            source = _pieces(body, 0, len(body))
+        decoded = pdf_filters.chain(
+            layers,
+            source,
+            meter,
+            out_chunk=_OUT_CHUNK,
+            max_layer_bytes=max_stream_bytes,
+            early_change=_EARLY_CHANGE_OFF.search(head) is None,
+        )
+        size = operators = 0
+        try:
+            for out in decoded:
+                size += len(out)
+                total += len(out)
+                operators += _text_operators(out)
+                if size > ratio_floor and size > max_ratio * max(1, meter.consumed):
+                    return StreamProblem(
+                        f"compressed stream {number} of the PDF inflates more than {max_ratio:g} times its size "
+                        f"(past {ratio_floor:,} bytes), over this service's limit (a decompression bomb?)"
+                    )
+                if size > max_stream_bytes:
+                    raise pdf_filters.LayerTooLarge
+                if total > max_total_bytes:
+                    return StreamProblem(
+                        f"the PDF's compressed streams inflate to more than {max_total_bytes:,} bytes in all, over "
+                        "this service's limit"
+                    )
+                if operators > max_text_operators:
+                    return _too_many_operators(number, max_text_operators)
+        except pdf_filters.LayerTooLarge:
+            return StreamProblem(
+                f"compressed stream {number} of the PDF inflates to more than {max_stream_bytes:,} bytes, "
+                "over this service's limit (a decompression bomb?)"
+            )
     return None
 
 
@@ -195,54 +202,52 @@ def _object_number(data: bytes, start: int) -> bytes | None:
     return m.group(1) if m is not None else None
 
 
-def _flate_input(data: bytes, head: bytes, start: int, floor: int) -> tuple[bytes, int] | None:
-    """Where a stream's Flate data starts: ``(data, start)`` when Flate is its first filter (or a reference this
-    pass cannot resolve, tried as Flate: a stream that does not inflate stops at once), the decoded bytes when an
-    ASCIIHex or ASCII85 layer comes first (pdfium decodes it, then inflates: the same bomb, twice the size), else
-    None (another filter first: not checked here). An ASCII85 layer is decoded only when what it holds could
-    inflate past ``floor`` bytes (Python decodes it at ~10 MB/s: the benchmark's doc200.pdf, all ASCII85 content
-    streams of 1.5 KB, would pay 27 ms); so its smaller streams' text operators are not counted."""
+def _filters(data: bytes, head: bytes) -> list[str] | None:
+    """The filters pdfium decodes a stream through, in order, as ``pdf_filters`` names them: the /Filter name or
+    array (a reference resolved where its object is outside object streams, else tried as Flate), /Crypt left out,
+    and cut before the first image filter (pdfium hands the data decoded so far to the image decoder, or to the
+    content parser). None: no filter pdfium decodes, or an array with another filter before its last (pdfium then
+    decodes nothing)."""
     m = _FILTER.search(unescape_names(head))
     if m is None:
         return None
     value = m.group(1)
     ref = _REFERENCE.fullmatch(value)
     if ref is not None:
-        value = _object_body(data, ref.group(1), ref.group(2))
-        if value is None:
-            return data, start
-        value = unescape_names(value)
-    layers: list[bytes] = []
-    for name in _FILTER_ITEM.findall(value):
-        if name in _FLATE_NAMES:
-            if not layers:
-                return data, start
-            body = stored_body(data, start)
-            if any(layer in _A85_NAMES for layer in layers) and len(body) * _DEFLATE_MAX_RATIO <= floor:
-                return None
-            return _decoded(body, layers)
-        if name in _HEX_NAMES or name in _A85_NAMES:
-            layers.append(name)
-            continue
+        resolved = _object_body(data, ref.group(1), ref.group(2))
+        if resolved is None:
+            return [pdf_filters.FLATE]
+        value = unescape_names(resolved)
+    names = _FILTER_ITEM.findall(value)
+    layers: list[str] = []
+    for at, name in enumerate(names):
         if _REFERENCE.fullmatch(name):
-            return (data, start) if not layers else _decoded(stored_body(data, start), layers)
-        return None
-    return None
+            layers.append(pdf_filters.FLATE)
+        elif name in pdf_filters.NAMES:
+            layers.append(pdf_filters.NAMES[name])
+        elif name != b"/Crypt":
+            if at < len(names) - 1:
+                return None
+            break
+    return layers or None
 
 
-def _decoded(body: bytes, layers: list[bytes]) -> tuple[bytes, int] | None:
-    """``body`` with its ASCIIHex / ASCII85 layers undone, in order (None: it does not decode; pdfium decides)."""
-    for name in layers:
-        try:
-            if name in _HEX_NAMES:
-                text = bytes(body.split(b">", 1)[0].translate(None, b" \t\r\n\f\x00"))
-                body = binascii.unhexlify(text + b"0" if len(text) % 2 else text)
-            else:
-                text = body.split(b"~>", 1)[0].removeprefix(b"<~")
-                body = base64.a85decode(text, adobe=False, ignorechars=b" \t\r\n\f\x00")
-        except (ValueError, binascii.Error):
-            return None
-    return body, 0
+def _most_output(layers: list[str], body: bytes) -> float:
+    """The most ``layers`` can write from ``body`` (an ASCII85 first layer by its count of "z")."""
+    if layers[0] == pdf_filters.A85:
+        most = len(body) * 0.8 + body.count(b"z") * 3.2
+        layers = layers[1:]
+    else:
+        most = float(len(body))
+    for layer in layers:
+        most *= pdf_filters.EXPANSION[layer]
+    return most
+
+
+def _pieces(data: bytes, start: int, end: int) -> Iterator[bytes]:
+    """``data[start:end]`` in ``_IN_CHUNK`` pieces."""
+    for at in range(start, end, _IN_CHUNK):
+        yield data[at : min(at + _IN_CHUNK, end)]
 
 
 def _object_body(data: bytes, number: bytes, generation: bytes) -> bytes | None:
