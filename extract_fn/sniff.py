@@ -1,7 +1,8 @@
 """What a file's bytes are, and whether they can be the format the server asked for.
 
 ``sniff(data)`` names what the bytes are: ``pdf``, ``docx``, ``pptx``, ``xlsx``, ``parquet``, ``zip`` (a zip that is
-no OOXML package), ``ole`` (an OLE compound file: a legacy Office file or a password-protected OOXML one), an image
+no OOXML package), ``xlsb`` (an Excel binary workbook), ``ole_encrypted`` (a password-protected OOXML file, which is
+an OLE compound file), ``doc``, ``xls``, ``ppt`` (legacy Office files), ``ole`` (another compound file), an image
 (``png``, ``jpeg``, ``gif``, ``webp``, ``tiff``, ``bmp``), ``gzip``, ``binary`` (other binary data), ``html`` (text
 that is a whole HTML document: it opens with ``<!DOCTYPE html`` or ``<html``, after a byte-order mark, white space, an
 XML declaration and comments) or ``text``; ``None`` for no bytes at all.
@@ -18,8 +19,9 @@ format module, which answers ``corrupt`` (or ``encoding``) for a damaged file of
   markdown file sent as text is text; HTML fragments are valid markdown), and a parser that cannot read it answers
   ``corrupt`` (TOML).
 - pdf refuses another recognised format and plain text; a damaged PDF without its header is left to the module.
-- docx, pptx and xlsx refuse each other and every other recognised format; a zip that is no OOXML package and an OLE
-  compound file (encrypted OOXML) are left to the module, which says what is wrong with them.
+- docx, pptx and xlsx refuse each other and every other recognised format, legacy Office files (.doc, .xls, .ppt:
+  the OLE directory names their main stream) and .xlsb included; a zip that is no OOXML package and an encrypted
+  OOXML file are left to the module, which says what is wrong with them.
 - parquet refuses every other recognised format and text.
 - an empty file of a binary format is ``corrupt`` here (there is nothing for a parser to read).
 
@@ -54,7 +56,12 @@ _DESCRIPTIONS: Final[dict[str, str]] = {
     "xlsx": "xlsx",
     "parquet": "parquet",
     "zip": "a zip archive that is no docx, pptx or xlsx package",
-    "ole": "an OLE compound file (a legacy Office document, or a password-protected one)",
+    "ole": "an OLE compound file that is no Office document",
+    "ole_encrypted": "a password-protected (encrypted) Office file",
+    "doc": "a Word 97-2003 document (.doc)",
+    "xls": "an Excel 97-2003 workbook (.xls)",
+    "ppt": "a PowerPoint 97-2003 presentation (.ppt)",
+    "xlsb": "an Excel binary workbook (.xlsb)",
     "png": "a PNG image",
     "jpeg": "a JPEG image",
     "gif": "a GIF image",
@@ -152,17 +159,18 @@ def check_format(data: bytes, fmt: str, *, encoding: str | None = None) -> None:
                 kind = "html"
             else:
                 return
-        raise _mismatch(kind, fmt)
+        raise mismatch(kind, fmt)
     if kind is None:
         kind = ("html" if is_html_document(data) else "text") if looks_like_text(data) else "binary"
     if kind in (fmt, "binary"):  # unknown binary: let the parser say what is wrong with it
         return
-    if fmt in OOXML_KINDS and kind in ("zip", "ole"):  # not OOXML, or encrypted: the module says which
+    if fmt in OOXML_KINDS and kind in ("zip", "ole_encrypted"):  # not OOXML, or encrypted: the module says which
         return
-    raise _mismatch(kind, fmt)
+    raise mismatch(kind, fmt)
 
 
-def _mismatch(kind: str, fmt: str) -> ExtractionError:
+def mismatch(kind: str, fmt: str) -> ExtractionError:
+    """``format_mismatch``: the file is ``kind`` (a name ``sniff`` gives), not ``fmt``."""
     return ExtractionError(ErrorCode.FORMAT_MISMATCH, f"the file is {describe(kind)}, not {fmt}")
 
 
@@ -178,7 +186,7 @@ def _signature(data: bytes, *, lenient_pdf: bool) -> str | None:
     if head.startswith(_ZIP_STARTS):
         return _ooxml_kind(data) or "zip"
     if head.startswith(OLE_MAGIC):
-        return "ole"
+        return ole_kind(data)
     if len(data) >= 12 and head[:4] in (b"PAR1", b"PARE") and data[-4:] == head[:4]:
         return "parquet"
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -218,6 +226,45 @@ def _is_media(head: bytes) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# OLE compound files
+
+# The stream that names what an OLE compound file holds, first match wins: an encrypted OOXML package (MS-OFFCRYPTO
+# keeps it in "EncryptedPackage"), or the main stream of a legacy Word, Excel (BIFF8, or BIFF5's "Book") or
+# PowerPoint file.
+_OLE_STREAMS: Final = (
+    ("EncryptedPackage", "ole_encrypted"),
+    ("WordDocument", "doc"),
+    ("Workbook", "xls"),
+    ("Book", "xls"),
+    ("PowerPoint Document", "ppt"),
+)
+_OLE_ENTRY: Final = 128  # a directory entry's size; entries sit in sectors of 512 or 4,096 bytes after the header
+_OLE_MAX_HITS: Final = 10_000  # occurrences of a name looked at (the file's own text may hold it too)
+
+
+def ole_kind(data: bytes) -> str:
+    """What an OLE compound file holds: ``ole_encrypted`` (a password-protected OOXML file), ``doc``, ``xls``,
+    ``ppt``, or ``ole`` (something else), from the names of its directory entries."""
+    return next((kind for name, kind in _OLE_STREAMS if _has_ole_entry(data, name)), "ole")
+
+
+def _has_ole_entry(data: bytes, name: str) -> bool:
+    """Whether a directory entry of ``data`` names a stream or storage ``name``: its UTF-16 name and terminator at
+    an entry's start (a multiple of 128 bytes into the file), the name's size in bytes after the 64 bytes of the
+    name field, then the type 1 (storage) or 2 (stream). Document text can hold the name, but not in that shape."""
+    raw = name.encode("utf-16-le") + b"\0\0"
+    size = struct.pack("<H", len(raw))
+    at = data.find(raw, 512)
+    for _ in range(_OLE_MAX_HITS):
+        if at < 0:
+            return False
+        if at % _OLE_ENTRY == 0 and data[at + 64 : at + 66] == size and data[at + 66 : at + 67] in (b"\1", b"\2"):
+            return True
+        at = data.find(raw, at + 1)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Zip packages
 
 
@@ -228,14 +275,23 @@ def _ooxml_kind(data: bytes) -> str | None:
     if not kinds:  # truncated (no central directory) or damaged: the local headers still name the parts
         names = names + _local_names(data)
         kinds = _kinds_from_names(names)
-    if len(kinds) == 1:
-        return kinds.pop()
     if len(kinds) > 1:
         return _kind_from_content_types(data)
-    return None
+    if not kinds:
+        return None
+    kind = kinds.pop()
+    if kind == "xlsx" and _is_xlsb(names):
+        return "xlsb"
+    return kind
 
 
 _TOP_KINDS: Final = {"word": "docx", "ppt": "pptx", "xl": "xlsx"}
+
+
+def _is_xlsb(names: list[bytes]) -> bool:
+    """An Excel binary workbook: its package has ``xl/workbook.bin`` and no ``xl/workbook.xml``."""
+    lowered = {bytes(name).lower().lstrip(b"/") for name in names}
+    return b"xl/workbook.bin" in lowered and b"xl/workbook.xml" not in lowered
 
 
 def _kinds_from_names(names: list[bytes]) -> set[str]:

@@ -2,8 +2,9 @@
 
 Sizes and compression ratios are checked from the central directory before anything is inflated, and every member
 is read through ``read_member`` which stops at the declared size, so a zip bomb costs a few bytes of reading and ends
-in ``resource_limit``. Encrypted OOXML (an OLE compound file, not a zip) is ``corrupt`` with a message that says so,
-and so is a package with two equivalent part names (OPC names compare case-insensitively). docx, pptx and xlsx all
+in ``resource_limit``. Encrypted OOXML (an OLE compound file, not a zip) is ``corrupt`` with a message that says so
+(any other compound file, a legacy .doc, .xls or .ppt, is ``format_mismatch`` naming it: ``sniff.ole_kind``), and so
+is a package with two equivalent part names (OPC names compare case-insensitively). docx, pptx and xlsx all
 open their package through ``with_package``, so each hostile package gets one answer whatever its format.
 A sound stored or deflated member is read straight from the package's bytes (``_inflate_in_memory``: the bytes
 ``zipfile`` would give, at a fraction of its per-member cost); any other goes through ``zipfile``.
@@ -22,9 +23,9 @@ from typing import TypeVar
 
 from extract_fn.formats import safe_xml
 from extract_fn.limits import LIMITS, Limits
+from extract_fn.sniff import OLE_MAGIC, mismatch, ole_kind
 from shared.contract import ErrorCode, ExtractionError
 
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # What reading a member can raise on a damaged package (zlib.error: a deflate stream that is not one)
 _READ_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, zlib.error)
 
@@ -32,6 +33,9 @@ _READ_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplemente
 def open_package(data: bytes, kind: str, limits: Limits = LIMITS) -> zipfile.ZipFile:
     """Open an OOXML package of ``kind`` ("docx", "pptx", "xlsx"), or raise the contract's error."""
     if data.startswith(OLE_MAGIC):
+        ole = ole_kind(data)
+        if ole != "ole_encrypted":  # a legacy Office file (.doc, .xls, .ppt) or another compound file
+            raise mismatch(ole, kind)
         raise ExtractionError(
             ErrorCode.CORRUPT,
             f"the {kind} file is encrypted (password-protected); remove the password and send it again",
