@@ -470,6 +470,44 @@ def many_text_operators_pdf(count: int = 3_000_000) -> bytes:
     )
 
 
+def annotated_pdf(*, bomb: bool = False) -> bytes:
+    """One page with the label "Full name:" in its content and three annotations, each with an appearance stream a
+    viewer draws: a form field (widget) holding "Margaret Hamilton" beside the label, a FreeText note "Approved by
+    legal", a hidden one (flag 2) holding "secret draft note", which a viewer does not show, and a push button whose
+    caption "Submit" the page's content prints too, a point off (seen once). ``bomb``: the
+    widget's appearance draws a form that draws itself twice (pdfium parses 2^40 drawings once it is drawn in)."""
+
+    def appearance(text: bytes, extra: bytes = b"", at: bytes = b"2 6") -> bytes:
+        body = extra + b"BT /Helv 12 Tf %s Td (%s) Tj ET" % (at, text)
+        resources = b"/Font << /Helv 3 0 R >>" + (b" /XObject << /X0 9 0 R >>" if bomb else b"")
+        return _pdf_stream(body, b"/Type /XObject /Subtype /Form /BBox [0 0 250 24] /Resources << %s >>" % resources)
+
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [5 0 R] >> >>",
+        b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 8 0 R /Resources << /Font << /F1 3 0 R >>"
+        b" >> /Annots [5 0 R 6 0 R 7 0 R 13 0 R] >>",
+        b"<< /Type /Annot /Subtype /Widget /FT /Tx /T (name) /V (Margaret Hamilton) /Rect [150 692 400 716]"
+        b" /F 4 /P 4 0 R /AP << /N 10 0 R >> >>",
+        b"<< /Type /Annot /Subtype /FreeText /Rect [72 600 300 624] /Contents (Approved by legal) /DA (/Helv 12 Tf)"
+        b" /F 4 /AP << /N 11 0 R >> >>",
+        b"<< /Type /Annot /Subtype /FreeText /Rect [72 500 300 524] /Contents (secret draft note) /DA (/Helv 12 Tf)"
+        b" /F 2 /AP << /N 12 0 R >> >>",
+        _pdf_stream(b"BT /F1 12 Tf 72 700 Td (Full name:) Tj ET BT /F1 12 Tf 72 400 Td (Submit) Tj ET"),
+        _pdf_stream(
+            b"/X0 Do /X0 Do", b"/Type /XObject /Subtype /Form /BBox [0 0 10 10] /Resources << /XObject << /X0 9 0 R >> >>"
+        ),
+        appearance(b"Margaret Hamilton", b"/X0 Do " if bomb else b""),
+        appearance(b"Approved by legal"),
+        appearance(b"secret draft note"),
+        b"<< /Type /Annot /Subtype /Widget /FT /Btn /Ff 65536 /T (send) /Rect [70 395 130 415] /F 4 /P 4 0 R"
+        b" /AP << /N 14 0 R >> >>",
+        appearance(b"Submit", at=b"3 6"),
+    ]
+    return _pdf(objects)
+
+
 def multiplying_forms_pdf(
     levels: int | None,
     *,

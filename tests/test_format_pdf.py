@@ -263,6 +263,17 @@ def test_rotated_text_carries_orientation() -> None:
     assert b["blocks"][0]["attrs"]["orientation"] == 90
 
 
+def test_annotations_a_viewer_shows_are_read_in_place() -> None:
+    """A filled form field's value, a FreeText note and a stamp are drawn by their appearance streams, not the
+    page's content: pdfium's text page alone left them out, and the page said complete. A hidden one stays out, and
+    a caption the page prints too is read once."""
+    from tests import hostile_inputs as hi
+
+    a = run(hi.annotated_pdf())
+    assert [b["text"] for b in a["blocks"]] == ["Full name: Margaret Hamilton", "Approved by legal", "Submit"]
+    assert a["coverage"]["complete"] is True
+
+
 def test_scanned_page_is_failed_unit_and_loses_ocr() -> None:
     scan = "q 500 0 0 700 50 50 cm /Im1 Do Q\n"
     a = run(make_pdf([body_lines(72, 700, LOREM[:1]), scan, ""]))

@@ -224,6 +224,15 @@ def test_a_pdf_page_whose_forms_multiply_is_failed_and_the_others_read(pool: Wor
     assert [b["text"] for b in artifact["blocks"]] == ["a plain page"]
 
 
+def test_a_pdf_annotation_whose_appearance_multiplies_forms_fails_its_page(pool: WorkerPool) -> None:
+    """The module draws the annotations a viewer shows into the page before reading it (``FPDFPage_Flatten``), so
+    an appearance stream's forms are parsed as the page's: they are counted with the page's own drawings."""
+    artifact = _artifact(pool, "pdf", hi.annotated_pdf(bomb=True))
+    coverage = artifact["coverage"]
+    assert [f["unit"] for f in coverage["failed"]] == ["page 1"]
+    assert f"would be drawn more than {LIMITS.pdf_max_form_drawings:,} times" in coverage["failed"][0]["reason"]
+
+
 @pytest.mark.parametrize("kwargs", [{"levels": 12}, {"levels": None, "draws": 1}], ids=["chain_of_12", "single_loop"])
 def test_a_pdf_page_whose_forms_stay_under_the_limit_is_read(pool: WorkerPool, kwargs: dict[str, Any]) -> None:
     """A chain of 12 forms drawing the next twice (4,095 drawings) and a form drawing itself once (pdfium stops 40

@@ -386,7 +386,7 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrReader | None = None) -> PageResult:
     result = PageResult(index + 1)
     try:
-        page = pdf[index]
+        page, flattened = _with_annotations(pdf, index, pdf[index])
     except (pdfium.PdfiumError, ValueError, OSError):
         result.status = "damaged"
         return result
@@ -414,6 +414,8 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
         objects = PageObjects(page.raw, limits)
         try:
             segs = _segments(raw, text, rotation)
+            if flattened:
+                segs = _without_overprints(segs)
             if segs:
                 result.items = _layout_page(
                     objects, raw, segs, rotation, limits, abandoned=result.tables_abandoned, text=text
@@ -432,6 +434,40 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
         if textpage is not None:
             textpage.close()
         page.close()
+
+
+def _with_annotations(pdf: pdfium.PdfDocument, index: int, page: pdfium.PdfPage) -> tuple[pdfium.PdfPage, bool]:
+    """``page`` with the annotations a viewer shows drawn into its content, reloaded (and True): a filled form's
+    values, a FreeText note, a stamp (their appearance streams; pdfium's ``FLAT_NORMALDISPLAY`` leaves out the
+    hidden, the no-view and pop-ups). Their text is then read in place, in the page's layout, like the rest. Only in
+    memory: the file is not changed. ``check_pages`` counts the appearance streams' form drawings with the page's."""
+    if not R.FPDFPage_GetAnnotCount(page.raw):
+        return page, False
+    if R.FPDFPage_Flatten(page.raw, R.FLAT_NORMALDISPLAY) != R.FLATTEN_SUCCESS:
+        return page, False
+    page.close()  # pdfium's handle to the page is stale now: its content is the flattened one
+    return pdf[index], True
+
+
+def _without_overprints(segs: list[Seg]) -> list[Seg]:
+    """``segs`` without a run that repeats an earlier one's text over most of its box: what a person sees once (a
+    button's caption printed in the page and drawn again by its appearance, a point or two off)."""
+    seen: dict[tuple[str, int], list[Seg]] = {}
+    kept: list[Seg] = []
+    for seg in segs:
+        same = seen.setdefault((seg.text.strip(), seg.frame), [])
+        if not any(_overlap(seg, other) >= 0.5 for other in same):
+            same.append(seg)
+            kept.append(seg)
+    return kept
+
+
+def _overlap(a: Seg, b: Seg) -> float:
+    """The share of the smaller box that the two boxes share."""
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    smaller = min((a.x1 - a.x0) * (a.y1 - a.y0), (b.x1 - b.x0) * (b.y1 - b.y0))
+    return w * h / smaller if w > 0 and h > 0 and smaller > 0 else 0.0
 
 
 def _page_text(raw: Any, n: int) -> str:

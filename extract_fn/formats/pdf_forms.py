@@ -110,7 +110,7 @@ def check_pages(data: bytes, limit: int) -> FormPages | None:
             contents = page.get_contents()
             names = _names(contents.get_data() if contents is not None else b"")  # the page's content, read once
             resources = _resolved(page.get("/Resources"))
-            if counter.exhausted or counter.page(names, resources) > limit:
+            if counter.exhausted or counter.page(names, resources) + counter.appearances(page, resources) > limit:
                 pages.over.add(index)
             elif counter.unreached_text(names, resources):
                 pages.unreached.add(index)
@@ -135,6 +135,29 @@ class _DrawingCounter:
     def page(self, names: Counter[bytes], resources: Any) -> int:
         """The drawings parsed for a page whose content draws ``names`` with ``resources``."""
         return self._drawings(names, resources, 0) + self._glyphs(resources)
+
+    def appearances(self, page: Any, resources: Any) -> int:
+        """The drawings parsed for the appearance streams of the page's annotations: the PDF module draws them into
+        the page (``FPDFPage_Flatten``) before it loads it again, each a form. Every state of each counts (pdfium
+        draws one: this counts high)."""
+        total = 0
+        for entry in _resolved(page.get("/Annots")) or ():
+            self.work += 1
+            if self.work > _WORK:
+                self.exhausted = True
+                return self.limit + 1
+            annotation = _resolved(entry)
+            appearance: Any = _resolved(annotation.get("/AP")) if hasattr(annotation, "get") else None
+            normal: Any = _resolved(appearance.get("/N")) if hasattr(appearance, "get") else None
+            if not hasattr(normal, "get"):
+                continue
+            states = [normal] if hasattr(normal, "get_data") else [_resolved(v) for v in normal.values()]
+            for form in states:
+                if hasattr(form, "get_data"):
+                    total += 1 + self._form(form, resources, 1)
+            if total > self.limit:
+                return self.limit + 1
+        return total
 
     def unreached_text(self, page_names: Counter[bytes], page_resources: Any) -> bool:
         """Whether a form holding text is drawn on the page only deeper than pdfium's levels: breadth first from the
