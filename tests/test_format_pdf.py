@@ -550,7 +550,12 @@ def test_corpus_unmapped_glyphs_are_left_out_and_said(corpus: Path) -> None:
     text = " ".join(b["text"] for b in a["blocks"])
     assert "habibi" in text
     assert "ϲΒϴΒ" not in text
-    assert any("characters are left out" in w for w in a["warnings"])
+    # Drawn, so seen: the page is read (extracted), and a unit of it says what is not, so the file is not complete.
+    assert a["coverage"]["extracted"] == a["coverage"]["total"] == 1
+    failed = a["coverage"]["failed"]
+    assert [f["unit"] for f in failed] == ["page 1 glyphs"]
+    assert "characters are left out: their font maps them to no text" in failed[0]["reason"]
+    assert a["coverage"]["complete"] is False
 
 
 def test_text_fixes() -> None:

@@ -1972,10 +1972,11 @@ def _emit(
             builder.fail(f"page {p} deep forms", UNREACHED_FORMS_REASON)
         if page.status == "plain":
             builder.warn(f"page {p} has broken geometry: its text is in content order, without layout")
-        if page.unmapped:
-            builder.warn(
-                f"page {p}: {page.unmapped:,} characters are left out: their font maps them to no text "
-                "(the glyphs are drawn, their letters are not known)"
+        if page.unmapped:  # drawn, so seen: the page is read, and this unit of it is not
+            builder.fail(
+                f"page {p} glyphs",
+                f"{page.unmapped:,} characters are left out: their font maps them to no text (the glyphs are drawn, "
+                "their letters are not known)",
             )
         if page.tables_abandoned:
             reasons = "; ".join(dict.fromkeys(page.tables_abandoned))
