@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -380,17 +381,23 @@ def test_hostile_20000_by_20000_picture_is_refused_before_decoding(monkeypatch: 
 # Images on pages that have a text layer
 
 
-def _text_page_with_picture(picture: ocr_pages.Page, stamp: str) -> bytes:
-    """One page: a text layer (``stamp`` and LOREM) and, below it, a picture of other text (6.5 inches wide)."""
+def _text_page_with_picture(picture: ocr_pages.Page, stamp: str, *, strips: int = 1, rotate: int = 0) -> bytes:
+    """One page: a text layer (``stamp`` and LOREM) and, below it, a picture of other text (6.5 inches wide), stored
+    as ``strips`` images one under the other (as some scanners store a page); the page shown turned ``rotate``."""
     doc = pdfium.PdfDocument(make_pdf([body_lines(72, 740, [stamp, *LOREM[:1]])]))
     page = doc[0]
-    img = pdfium.PdfImage.new(doc)
-    img.set_bitmap(pdfium.PdfBitmap.from_pil(picture.image.convert("RGB")))
+    image = picture.image.convert("RGB")
     w_pt = 6.5 * 72
-    h_pt = w_pt * picture.image.height / picture.image.width
-    img.set_matrix(pdfium.PdfMatrix().scale(w_pt, h_pt).translate(72, 690 - h_pt))
-    page.insert_obj(img)
+    h_pt = w_pt * image.height / image.width
+    cuts = [round(k * image.height / strips) for k in range(strips + 1)]
+    for top, bottom in pairwise(cuts):
+        img = pdfium.PdfImage.new(doc)
+        img.set_bitmap(pdfium.PdfBitmap.from_pil(image.crop((0, top, image.width, bottom))))
+        strip_h = h_pt * (bottom - top) / image.height
+        img.set_matrix(pdfium.PdfMatrix().scale(w_pt, strip_h).translate(72, 690 - h_pt * bottom / image.height))
+        page.insert_obj(img)
     page.gen_content()
+    page.set_rotation(rotate)
     buf = io.BytesIO()
     doc.save(buf)
     return buf.getvalue()
@@ -409,6 +416,19 @@ def test_a_picture_of_text_on_a_text_page_adds_what_the_layer_lacks() -> None:
     recall, _ = ocr_pages.recall_precision(picture.text, " ".join(b["text"] for b in read))
     assert recall >= 0.95
     assert "stamp" not in ocr_pages.words(" ".join(b["text"] for b in read))  # the layer's text is not repeated
+
+
+@pytest.mark.parametrize(("strips", "rotate"), [(12, 0), (1, 90)], ids=["in_12_strips", "page_shown_turned"])
+def test_a_picture_of_text_on_a_text_page_is_read_when_cut_in_strips_or_turned(strips: int, rotate: int) -> None:
+    """Each strip of a scan is a sliver under the 5% an image needs to be read: touching images are one picture
+    now. A page shown turned had its images left unread, and said complete: it is rendered whole, as shown."""
+    picture = ocr_pages.page("clean", dpi=200, seed=31, sentences=3, width_in=6.5, height_in=2.5, points=12)
+    a = run(_text_page_with_picture(picture, "Stamp received", strips=strips, rotate=rotate))
+    read = [b for b in a["blocks"] if "ocr" in b.get("attrs", {})]
+    recall, _ = ocr_pages.recall_precision(picture.text, " ".join(b["text"] for b in read))
+    assert recall >= 0.9
+    assert "stamp" not in ocr_pages.words(" ".join(b["text"] for b in read))
+    assert a["coverage"]["complete"] is True
 
 
 def test_a_picture_repeating_the_text_layer_adds_nothing() -> None:

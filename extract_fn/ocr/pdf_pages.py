@@ -99,12 +99,15 @@ _MIN_REGION_SHARE = 0.05  # of the page's area: smaller pictures are icons, logo
 _MIN_CONFIDENCE = 70.0  # Tesseract's 0-100: below it a photo's texture reads as words
 _MIN_NEW_SHARE = 0.5  # of a paragraph's words the text layer must lack for it to count as new text
 _OBJECTS_WALKED = 20_000
+_TOUCH = 1.0  # points between two images that count as touching (a scan's strips abut)
+_JOINED_MAX = 500  # image boxes of a page joined where they touch (each pass is quadratic in them)
 
 
 def image_regions(
     page: Any, limits: Limits, images: Callable[[], Sequence[Any]] | None = None
 ) -> list[tuple[float, float, float, float]]:
-    """(left, bottom, right, top) in page space of the image objects large enough to hold text to read.
+    """(left, bottom, right, top) in page space of the pictures large enough to hold text to read: image objects,
+    those that touch or overlap joined first (a scan stored as strips, each a sliver of the page, is one picture).
 
     ``images``: the page's raw image objects in content order, when the caller has walked the page already (the PDF
     module's ``PageObjects``); else they are read here."""
@@ -115,27 +118,62 @@ def image_regions(
     x0, y0, x1, y1 = page.get_bbox()
     page_area = max(1.0, (x1 - x0) * (y1 - y0))
     scale = limits.ocr_dpi / 72
-    out: list[tuple[float, float, float, float]] = []
     if images is None:
         found = page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=limits.pdf_max_form_depth)
         objects: Iterable[Any] = (obj.raw for obj in found)
     else:
         objects = images()
     fl, fb, fr, ft = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
+    boxes: list[tuple[float, float, float, float]] = []
     for k, obj in enumerate(objects):
-        if k >= _OBJECTS_WALKED or len(out) >= MAX_REGIONS_PER_PAGE:
+        if k >= _OBJECTS_WALKED:
             break
         if not R.FPDFPageObj_GetBounds(obj, fl, fb, fr, ft):
             continue
-        left, bottom, right, top = fl.value, fb.value, fr.value, ft.value
-        left, bottom, right, top = max(left, x0), max(bottom, y0), min(right, x1), min(top, y1)
+        left, bottom, right, top = max(fl.value, x0), max(fb.value, y0), min(fr.value, x1), min(ft.value, y1)
+        if right > left and top > bottom:
+            boxes.append((left, bottom, right, top))
+    out: list[tuple[float, float, float, float]] = []
+    for left, bottom, right, top in _joined(boxes):
         area = (right - left) * (top - bottom)
-        if right <= left or top <= bottom or area < _MIN_REGION_SHARE * page_area:
-            continue
-        if area * scale * scale < limits.ocr_min_picture_pixels:
+        if area < _MIN_REGION_SHARE * page_area or area * scale * scale < limits.ocr_min_picture_pixels:
             continue
         out.append((left, bottom, right, top))
+        if len(out) >= MAX_REGIONS_PER_PAGE:
+            break
     return out
+
+
+def _joined(boxes: list[tuple[float, float, float, float]]) -> list[tuple[float, float, float, float]]:
+    """``boxes`` with each group that touches or overlaps (within ``_TOUCH`` points) made one box, in the order of
+    each group's first; only the first ``_JOINED_MAX`` are joined (past them, each stands alone)."""
+    head, rest = boxes[:_JOINED_MAX], boxes[_JOINED_MAX:]
+    merged = list(head)
+    changed = True
+    while changed:
+        changed = False
+        out: list[tuple[float, float, float, float]] = []
+        for box in merged:
+            for i, other in enumerate(out):
+                if _touch(box, other):
+                    out[i] = _union(box, other)
+                    changed = True
+                    break
+            else:
+                out.append(box)
+        merged = out
+    return merged + rest
+
+
+def _touch(a: Box, b: Box) -> bool:
+    return a[0] <= b[2] + _TOUCH and b[0] <= a[2] + _TOUCH and a[1] <= b[3] + _TOUCH and b[1] <= a[3] + _TOUCH
+
+
+Box = tuple[float, float, float, float]  # left, bottom, right, top
+
+
+def _union(a: Box, b: Box) -> Box:
+    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
 
 
 def _words(text: str) -> list[str]:
@@ -151,10 +189,9 @@ def read_regions(
 ) -> blocks.OcrOutcome | None:
     """OCR of a text page's large images; only paragraphs with words the text layer lacks are kept.
 
-    None when the page has no such image (or is displayed rotated: the regions are read on upright pages only).
+    None when the page has no such image. Each region is rendered alone on an upright page; a page displayed
+    rotated is rendered whole, as displayed (a crop is given in the unrotated page's space), and read once.
     """
-    if page.get_rotation() % 360:
-        return None
     regions = image_regions(page, limits, images)
     if not regions:
         return None
@@ -163,13 +200,20 @@ def read_regions(
         return blocks.OcrOutcome([], too_large)
     known = set(_words(layer_text))
     x0, y0, x1, y1 = page.get_bbox()
+    if page.get_rotation() % 360:
+        width, height = page.get_size()
+        crops = [(render_scale(width, height, limits), (0.0, 0.0, 0.0, 0.0))]
+    else:
+        crops = [
+            (render_scale(right - left, top - bottom, limits), (left - x0, bottom - y0, x1 - right, y1 - top))
+            for left, bottom, right, top in regions
+        ]
     kept: list[blocks.OcrBlock] = []
     reason: str | None = None
-    for left, bottom, right, top in regions:
-        scale = render_scale(right - left, top - bottom, limits)
+    for scale, crop in crops:
         started = time.monotonic()
         try:
-            bitmap = page.render(scale=scale, grayscale=True, crop=(left - x0, bottom - y0, x1 - right, y1 - top))
+            bitmap = page.render(scale=scale, grayscale=True, crop=crop)
             image = bitmap.to_pil()
         except (pdfium.PdfiumError, ValueError, OSError, MemoryError):
             continue
