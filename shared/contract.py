@@ -102,6 +102,7 @@ LOST_SECTION_PATH: Final = "section_path"
 LOST_SQL_STRUCTURE: Final = "sql_structure"
 LOST_OCR: Final = "ocr"
 LOST_TABLES: Final = "tables"  # a PDF page's table detection gave up (past a bound): its tables are read as paragraphs
+LOST_ATTACHMENTS: Final = "attachments"  # a PDF's embedded files (attachments, a portfolio's documents): not read
 
 DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
 ERROR_STATUS: Final = 422  # the status of every contract error body

@@ -274,6 +274,32 @@ def test_annotations_a_viewer_shows_are_read_in_place() -> None:
     assert a["coverage"]["complete"] is True
 
 
+def test_embedded_files_are_said_lost() -> None:
+    """A portfolio's documents and a PDF's attachments are files of their own: not read, and not complete."""
+    from tests import hostile_inputs as hi
+
+    data = hi._pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R /Names << /EmbeddedFiles << /Names [(report.txt) 5 0 R] >> >> >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 7 0 R"
+            b" >> >> >>",
+            hi._pdf_stream(b"BT /F1 12 Tf 72 700 Td (See the attached report.) Tj ET"),
+            b"<< /Type /Filespec /F (report.txt) /UF (report.txt) /EF << /F 6 0 R >> >>",
+            hi._pdf_stream(b"the report", b"/Type /EmbeddedFile"),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+    a = run(data)
+    assert [b["text"] for b in a["blocks"]] == ["See the attached report."]
+    assert a["coverage"]["lost"] == ["attachments"]
+    assert a["coverage"]["complete"] is False
+    assert a["warnings"] == [
+        "the PDF carries 1 embedded file (attachments, or a portfolio's documents), not read here: send each as a "
+        "file of its own"
+    ]
+
+
 def test_scanned_page_is_failed_unit_and_loses_ocr() -> None:
     scan = "q 500 0 0 700 50 50 cm /Im1 Do Q\n"
     a = run(make_pdf([body_lines(72, 700, LOREM[:1]), scan, ""]))

@@ -85,7 +85,7 @@ from extract_fn.formats.pdf_page_count import declared_page_count
 from extract_fn.formats.pdf_streams import check_streams
 from extract_fn.limits import Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
-from shared.contract import LOST_OCR, LOST_TABLES, ErrorCode, ExtractionError
+from shared.contract import LOST_ATTACHMENTS, LOST_OCR, LOST_TABLES, ErrorCode, ExtractionError
 
 if TYPE_CHECKING:
     from extract_fn.ocr.blocks import OcrOutcome
@@ -220,6 +220,7 @@ class PageResult:
     ocr: OcrOutcome | None = None  # a scanned page's OCR (None: OCR is off)
     reason: str = ""  # why a page not read ("skipped") is failed
     unreached_forms: bool = False  # text in forms drawn only deeper than pdfium reads (pdf_forms)
+    attached: int = 0  # file attachment annotations on the page (files of their own)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -277,12 +278,24 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
             budget.charge(_estimate(result))
             pages.append(result)
         _emit(builder, pages, outline, budget)
+        _attachments(builder, R.FPDFDoc_GetAttachmentCount(pdf.raw) + sum(p.attached for p in pages))
         return builder.build()
     finally:
         pdf.close()
 
 
 extract = format_module(_body)
+
+
+def _attachments(builder: ArtifactBuilder, count: int) -> None:
+    """Embedded files (the document's, a portfolio's, file attachment annotations') are files of their own, not
+    read here: ``coverage.lost`` says so, and a warning counts them."""
+    if count > 0:
+        builder.lose(LOST_ATTACHMENTS)
+        builder.warn(
+            f"the PDF carries {count:,} embedded file{'' if count == 1 else 's'} (attachments, or a portfolio's "
+            "documents), not read here: send each as a file of its own"
+        )
 
 
 def _too_many_pages(n_pages: int, limit: int) -> ExtractionError:
@@ -386,7 +399,7 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrReader | None = None) -> PageResult:
     result = PageResult(index + 1)
     try:
-        page, flattened = _with_annotations(pdf, index, pdf[index])
+        page, flattened, result.attached = _with_annotations(pdf, index, pdf[index])
     except (pdfium.PdfiumError, ValueError, OSError):
         result.status = "damaged"
         return result
@@ -436,17 +449,25 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
         page.close()
 
 
-def _with_annotations(pdf: pdfium.PdfDocument, index: int, page: pdfium.PdfPage) -> tuple[pdfium.PdfPage, bool]:
+def _with_annotations(pdf: pdfium.PdfDocument, index: int, page: pdfium.PdfPage) -> tuple[pdfium.PdfPage, bool, int]:
     """``page`` with the annotations a viewer shows drawn into its content, reloaded (and True): a filled form's
     values, a FreeText note, a stamp (their appearance streams; pdfium's ``FLAT_NORMALDISPLAY`` leaves out the
     hidden, the no-view and pop-ups). Their text is then read in place, in the page's layout, like the rest. Only in
-    memory: the file is not changed. ``check_pages`` counts the appearance streams' form drawings with the page's."""
-    if not R.FPDFPage_GetAnnotCount(page.raw):
-        return page, False
+    memory: the file is not changed. ``check_pages`` counts the appearance streams' form drawings with the page's.
+    Last, how many of its annotations hold a file (files of their own)."""
+    count = R.FPDFPage_GetAnnotCount(page.raw)
+    if count <= 0:
+        return page, False, 0
+    attached = 0
+    for k in range(count):
+        annotation = R.FPDFPage_GetAnnot(page.raw, k)
+        if annotation:
+            attached += R.FPDFAnnot_GetSubtype(annotation) == R.FPDF_ANNOT_FILEATTACHMENT
+            R.FPDFPage_CloseAnnot(annotation)
     if R.FPDFPage_Flatten(page.raw, R.FLAT_NORMALDISPLAY) != R.FLATTEN_SUCCESS:
-        return page, False
+        return page, False, attached
     page.close()  # pdfium's handle to the page is stale now: its content is the flattened one
-    return pdf[index], True
+    return pdf[index], True, attached
 
 
 def _without_overprints(segs: list[Seg]) -> list[Seg]:
