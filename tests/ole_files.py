@@ -48,3 +48,9 @@ def _entry(name: str, kind: int, child: int, right: int, start: int, size: int) 
     struct.pack_into("<III", entry, 68, _FREE, right, child)
     struct.pack_into("<III", entry, 116, start, size, 0)
     return bytes(entry)
+
+
+def encrypted_ooxml() -> bytes:
+    """The shape of a password-protected OOXML file (MS-OFFCRYPTO): a compound file holding EncryptionInfo and
+    EncryptedPackage (here without a real key or package)."""
+    return compound_file([("EncryptionInfo", b"\x04\x00\x04\x00"), ("EncryptedPackage", b"\x10" + b"\0" * 7)])

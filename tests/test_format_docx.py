@@ -19,6 +19,7 @@ from extract_fn.formats.base import ExtractRequest
 from extract_fn.formats.ooxml_text import child, first_children
 from shared.artifact import validate_artifact
 from shared.contract import ErrorCode, ExtractionError
+from tests.ole_files import encrypted_ooxml
 
 REQ = ExtractRequest(format="docx")
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -301,7 +302,7 @@ def test_zip_bomb_is_resource_limit() -> None:
     [
         (b"", "zip"),
         (b"PK\x05\x06" + b"\x00" * 18, "empty"),
-        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 100, "encrypted"),
+        (encrypted_ooxml(), "encrypted"),
         (b"just text", "zip"),
     ],
 )

@@ -20,6 +20,7 @@ from extract_fn.formats import pptx_format
 from extract_fn.formats.base import ExtractRequest
 from shared.artifact import validate_artifact
 from shared.contract import ErrorCode, ExtractionError
+from tests.ole_files import encrypted_ooxml
 
 REQ = ExtractRequest(format="pptx")
 
@@ -214,7 +215,7 @@ def test_zip_bomb_and_non_packages() -> None:
     with pytest.raises(ExtractionError) as err:
         pptx_format.extract(data, REQ)
     assert err.value.code == ErrorCode.RESOURCE_LIMIT
-    for bad in (b"", b"PK\x03\x04broken", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64):
+    for bad in (b"", b"PK\x03\x04broken", encrypted_ooxml()):
         with pytest.raises(ExtractionError) as err2:
             pptx_format.extract(bad, REQ)
         assert err2.value.code == ErrorCode.CORRUPT

@@ -21,6 +21,7 @@ from extract_fn.formats.base import ExtractRequest
 from shared.artifact import validate_artifact
 from shared.artifact_builder import serialize
 from shared.contract import ErrorCode, ExtractionError
+from tests.ole_files import encrypted_ooxml
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 
@@ -278,7 +279,7 @@ def test_duplicate_part_names_are_corrupt() -> None:
 
 def test_not_a_zip_and_ole_encryption() -> None:
     assert error_of(b"not a workbook at all").code == ErrorCode.CORRUPT
-    err = error_of(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)
+    err = error_of(encrypted_ooxml())
     assert err.code == ErrorCode.CORRUPT
     assert "encrypted" in err.message
 

@@ -12,6 +12,7 @@ import pytest
 from extract_fn.formats import extractor_for
 from extract_fn.formats.base import ExtractRequest
 from shared.contract import ErrorCode, ExtractionError
+from tests.ole_files import encrypted_ooxml
 
 MAIN = {"docx": "word/document.xml", "pptx": "ppt/presentation.xml", "xlsx": "xl/workbook.xml"}
 CT = '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>'
@@ -56,7 +57,11 @@ CASES: dict[str, tuple[Callable[[str], bytes], ErrorCode]] = {
     "a part that needs a later zip version": (later_zip_version, ErrorCode.CORRUPT),
     "not a zip": (lambda fmt: b"PK\x03\x04 garbage" * 10, ErrorCode.CORRUPT),
     "empty zip": (lambda fmt: package({}), ErrorCode.CORRUPT),
-    "encrypted (OLE)": (lambda fmt: b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100, ErrorCode.CORRUPT),
+    "encrypted (OLE)": (lambda fmt: encrypted_ooxml(), ErrorCode.CORRUPT),
+    "another OLE compound file": (
+        lambda fmt: b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100,
+        ErrorCode.FORMAT_MISMATCH,
+    ),
     "zip bomb": (lambda fmt: package(with_main(fmt, "<a>" + " " * (3 << 20) + "</a>")), ErrorCode.RESOURCE_LIMIT),
     "truncated zip": (lambda fmt: package(with_main(fmt, "<a/>" * 1000))[:-200], ErrorCode.CORRUPT),
     "bad CRC": (bad_crc, ErrorCode.CORRUPT),
