@@ -125,7 +125,8 @@ def _child(el: Any, name: str) -> Any:
 
 
 def _rich_text(el: Any) -> str:
-    """The text of a ``c:tx``/``c:title``: rich text paragraphs (``a:p``/``a:t``) or a string reference's cache."""
+    """The text of a ``c:tx``/``c:title``: rich text paragraphs (``a:p``/``a:t``), a literal (``c:v``) or a string
+    reference's cache."""
     paras: list[str] = []
     for p in el.iter():
         if local(p.tag) == "p":
@@ -133,6 +134,9 @@ def _rich_text(el: Any) -> str:
     text = "\n".join(x for x in paras if x.strip())
     if text.strip():
         return text.strip()
+    literal = _child(el, "v")  # a literal name (``c:tx/c:v``, as xlsxwriter writes one): no reference, no cache
+    if literal is not None and literal.text and literal.text.strip():
+        return literal.text.strip()
     return " ".join(v.strip() for v in _cache_values(el).values() if v.strip())
 
 
