@@ -431,6 +431,64 @@ def test_a_picture_of_text_on_a_text_page_is_read_when_cut_in_strips_or_turned(s
     assert a["coverage"]["complete"] is True
 
 
+def _drawn_pdf(picture: ocr_pages.Page | None, extra: bytes = b"") -> bytes:
+    """One page without a text layer: ``picture``'s dark pixels drawn as vector rectangles (each run of a row one
+    ``re``: text drawn as outlines, as print-ready files are), at 72 dpi's scale, then ``extra`` content."""
+    ops = [b"0 g"]
+    if picture is not None:
+        image = picture.image.convert("L")
+        step = 72 / picture.dpi
+        width, height = image.size
+        pixels = image.load()
+        for y in range(height):
+            x = 0
+            while x < width:
+                if pixels[x, y] < 128:
+                    start = x
+                    while x < width and pixels[x, y] < 128:
+                        x += 1
+                    ops.append(
+                        b"%.2f %.2f %.2f %.2f re" % (36 + start * step, 756 - (y + 1) * step, (x - start) * step, step)
+                    )
+                x += 1
+        ops.append(b"f")
+    content = b"\n".join(ops) + b"\n" + extra
+    return hi.one_page_pdf(content)
+
+
+def test_a_page_of_text_drawn_as_outlines_is_read_by_ocr() -> None:
+    """No text layer and no image: the page was counted read, with no block, and said complete."""
+    picture = ocr_pages.page("clean", dpi=200, seed=61, sentences=2, width_in=6.5, height_in=2.5, points=14)
+    a = run(_drawn_pdf(picture))
+    recall, _ = ocr_pages.recall_precision(picture.text, " ".join(b["text"] for b in a["blocks"]))
+    assert recall >= 0.9
+    assert all("ocr" in b["attrs"] for b in a["blocks"])
+    assert a["coverage"]["complete"] is True
+
+
+def test_a_page_drawing_no_text_is_read_and_complete() -> None:
+    """A frame (a few segments) is not rendered at all; a drawing of many segments is, and OCR finding nothing in
+    it is no failure: the page holds no text."""
+    frame = b"1 w 36 36 540 720 re S 36 400 m 576 400 l S"
+    assert run(_drawn_pdf(None, frame))["coverage"] == {
+        "unit": "pages",
+        "total": 1,
+        "extracted": 1,
+        "failed": [],
+        "lost": [],
+        "complete": True,
+    }
+    circle = (
+        b"1 w 306 400 m "
+        + b" ".join(b"%.2f %.2f l" % (306 + 150 * math.sin(k / 10), 250 + 150 * math.cos(k / 10)) for k in range(80))
+        + b" S"
+    )
+    a = run(_drawn_pdf(None, circle))
+    assert a["blocks"] == []
+    assert a["coverage"]["failed"] == []
+    assert a["coverage"]["complete"] is True
+
+
 def test_a_picture_repeating_the_text_layer_adds_nothing() -> None:
     """A scan with its own invisible text layer (what OCR software writes): the image adds no block."""
     picture = ocr_pages.page("clean", dpi=200, seed=41, sentences=3, width_in=6.5, height_in=2.5, points=12)

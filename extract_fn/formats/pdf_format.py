@@ -94,7 +94,9 @@ PARSER = "loom-pdf"
 PARSER_VERSION = f"1+pypdfium2-{pdfium.PYPDFIUM_INFO}"
 UNIT = "pages"
 
+_NOTHING_FOUND = "OCR found no text in this image"  # ocr.blocks.NOTHING_FOUND (not imported here: OCR loads lazily)
 SCANNED_REASON = "no text layer (scanned image); OCR not available"
+DRAWING_REASON = "no text layer (vector drawing); OCR not available"
 DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
 UNREACHED_FORMS_REASON = (
@@ -214,7 +216,7 @@ class TableItem:
 class PageResult:
     number: int
     items: list[Para | TableItem] = field(default_factory=list)
-    status: str = "ok"  # ok | plain (read without layout) | scanned | damaged | skipped (past a bound) | cut
+    status: str = "ok"  # ok | plain (read without layout) | scanned | drawing | damaged | skipped | cut
     tables_abandoned: list[str] = field(default_factory=list)  # why ruled-table detection gave up on the page
     unmapped: int = 0  # characters left out: their font maps them to no text
     ocr: OcrOutcome | None = None  # a scanned page's OCR (None: OCR is off)
@@ -323,11 +325,14 @@ class _OcrReader:
             self.allowance = config.Allowance.for_file()
         return self.on
 
-    def scanned(self, page: pdfium.PdfPage) -> OcrOutcome | None:
-        """A page without a text layer, read whole (None: OCR is off)."""
+    def scanned(self, page: pdfium.PdfPage, *, pictures: bool = True) -> OcrOutcome | None:
+        """A page without a text layer, read whole (None: OCR is off); ``pictures``: it draws images (else vector
+        paths only, which need no picture large enough to hold text)."""
         from extract_fn.ocr import pdf_pages
 
-        return pdf_pages.read_page(page, self.allowance, self.limits) if self._ready() else None
+        if not self._ready():
+            return None
+        return pdf_pages.read_page(page, self.allowance, self.limits, pictures=pictures)
 
     def regions(self, page: pdfium.PdfPage, text: str, objects: PageObjects) -> OcrOutcome | None:
         """The large images of a page with a text layer: the paragraphs of text the layer lacks."""
@@ -419,9 +424,10 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
         text = _page_text(raw, n) if n > 0 else ""
         result.unmapped = text.count("\x00")
         if not text.strip():
-            if _has_image(page.raw, limits.pdf_max_form_depth):
-                result.status = "scanned"
-                result.ocr = ocr.scanned(page) if ocr is not None else None
+            drawn = _drawn(page.raw, limits.pdf_max_form_depth)
+            if drawn is not None:
+                result.status = drawn
+                result.ocr = ocr.scanned(page, pictures=drawn == "scanned") if ocr is not None else None
             return result
         rotation = page.get_rotation() % 360
         objects = PageObjects(page.raw, limits)
@@ -556,7 +562,11 @@ def _drop_unmapped(raw: Any, text: str) -> str:
     return text if out is None else "".join(out)
 
 
-def _has_image(page_raw: Any, max_form_depth: int) -> bool:
+def _drawn(page_raw: Any, max_form_depth: int) -> str | None:
+    """What a page without a text layer draws, for OCR: ``scanned`` (an image), ``drawing`` (vector paths of at
+    least ``_DRAWING_SEGMENTS`` segments in all: text drawn as outlines, a diagram's labels), or None (nothing that
+    can hold text: a blank page, a rule or a frame)."""
+    segments = 0
     stack: list[tuple[Any, int, bool]] = [(page_raw, 0, False)]
     while stack:
         holder, depth, is_form = stack.pop()
@@ -567,10 +577,15 @@ def _has_image(page_raw: Any, max_form_depth: int) -> bool:
                 continue
             kind = R.FPDFPageObj_GetType(obj)
             if kind == R.FPDF_PAGEOBJ_IMAGE:
-                return True
-            if kind == R.FPDF_PAGEOBJ_FORM and depth < max_form_depth:
+                return "scanned"
+            if kind == R.FPDF_PAGEOBJ_PATH and segments < _DRAWING_SEGMENTS:
+                segments += max(0, R.FPDFPath_CountSegments(obj))
+            elif kind == R.FPDF_PAGEOBJ_FORM and depth < max_form_depth:
                 stack.append((obj, depth + 1, True))
-    return False
+    return "drawing" if segments >= _DRAWING_SEGMENTS else None
+
+
+_DRAWING_SEGMENTS = 40  # a frame or a few rules have a dozen; a word drawn as outlines has dozens
 
 
 # -- lines and segments -----------------------------------------------------------------------------------------
@@ -1977,7 +1992,7 @@ def _emit(
         if cut:
             builder.fail(f"page {p}", CUT_REASON)
             continue
-        if page.status == "scanned":
+        if page.status in ("scanned", "drawing"):
             if _emit_ocr(builder, page, stack):
                 extracted += 1
             else:
@@ -2049,11 +2064,14 @@ def _emit(
 def _emit_ocr(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int, str, str]]) -> bool:
     """A scanned page's OCR paragraphs (True), or its failed unit (False: the page is not read, ``ocr`` is lost)."""
     p = page.number
+    what = "scanned image" if page.status == "scanned" else "vector drawing"
     if page.ocr is None:
-        builder.fail(f"page {p}", SCANNED_REASON)
+        builder.fail(f"page {p}", SCANNED_REASON if page.status == "scanned" else DRAWING_REASON)
         return False
     if not page.ocr.blocks:
-        builder.fail(f"page {p}", f"no text layer (scanned image); {page.ocr.reason}")
+        if page.status == "drawing" and page.ocr.reason == _NOTHING_FOUND:
+            return True  # read: its drawing holds no text (a chart without labels, a decoration)
+        builder.fail(f"page {p}", f"no text layer ({what}); {page.ocr.reason}")
         return False
     _add_ocr_blocks(builder, page, stack)
     return True

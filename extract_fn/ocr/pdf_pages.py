@@ -27,15 +27,16 @@ def render_scale(width_pt: float, height_pt: float, limits: Limits) -> float:
     return scale
 
 
-def read_page(page: Any, allowance: Allowance, limits: Limits) -> blocks.OcrOutcome:
-    """OCR a pypdfium2 page (as displayed: its /Rotate applied) into paragraph blocks."""
+def read_page(page: Any, allowance: Allowance, limits: Limits, *, pictures: bool = True) -> blocks.OcrOutcome:
+    """OCR a pypdfium2 page (as displayed: its /Rotate applied) into paragraph blocks. ``pictures``: the page draws
+    images, one of which must have the pixels to hold text (else it draws vector paths only: text as outlines)."""
     refusal = allowance.refusal()
     if refusal is not None:
         return blocks.OcrOutcome([], refusal)
     too_large = _render_too_large(page, limits)
     if too_large is not None:
         return blocks.OcrOutcome([], too_large)
-    if not _holds_a_picture(page, limits):
+    if pictures and not _holds_a_picture(page, limits):
         return blocks.OcrOutcome([], TOO_SMALL)
     started = time.monotonic()
     width, height = page.get_size()
