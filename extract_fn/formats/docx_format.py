@@ -3,8 +3,19 @@
 Blocks, in reading order:
 
 1. the body in document order (content controls, custom XML and tracked insertions are read through; deleted text,
-   field instructions and the VML fallback of drawings are not; a field's cached result is read as text, so PAGE,
-   NUMPAGES, DATE, REF and TOC entries read as Word last showed them):
+   hidden text, field instructions and the VML fallback of drawings are not). Text is what Word shows:
+
+   - fields: the outermost field's cached result (the runs between its ``separate`` and its ``end``, across
+     paragraphs: a TOC's), so PAGE, NUMPAGES, DATE, REF and TOC entries read as Word last showed them; a field's
+     instructions, the results of the fields nested in them included, are not read (``{ IF { MERGEFIELD x } ...}``
+     reads as the IF's result alone). A legacy check box form field is ☒ (checked, or checked by default) or ☐, a
+     drop-down its chosen entry (``w:result``, else ``w:default``, else the first), MACROBUTTON its display text
+     (the instruction after the macro's name);
+   - hidden text (``w:vanish``, ``w:specVanish``: in the run's properties, else its character style and its
+     paragraph style through ``basedOn``, which toggle each other, else the document defaults) is not read; a
+     paragraph of hidden text only makes no block (and counts as extracted, as an empty one);
+   - ``w:sym``: the character its font draws (Symbol and Wingdings mapped, ``docx_numbering.SYMBOL_FONTS``, the
+     map bullets are read with; ``F061`` in Symbol is α);
 
    - ``heading``: a paragraph whose style (or its ``basedOn`` chain) is ``Title`` (depth 0) or ``heading N``
      (depth N), or that has an outline level (``w:outlineLvl`` 0-8: depth level + 1), in the paragraph or its
@@ -24,16 +35,19 @@ Blocks, in reading order:
    - right after the paragraph they are anchored in: the text of its text boxes and DrawingML shapes
      (``w:txbxContent``) as blocks with ``attrs.textbox = true``; its charts (``ooxml_chart``: ``attrs.chart``,
      ``attrs.table``); its SmartArt diagrams (the data part's text, ``attrs.diagram = true``); its pictures (a block
-     with empty text and ``attrs.image`` = ``{"alt": alt text, "name"}``).
+     with empty text and ``attrs.image`` = ``{"alt": alt text, "name"}``); its WordArt's text (a VML
+     ``v:textpath``'s ``string``: Word's watermarks, "CONFIDENTIAL" in a header) with ``attrs.wordart = true``.
 
 2. then, with ``attrs.part``: headers and footers (``"header"``/``"footer"``, once per part, in the order the
    sections reference them), footnotes (``"footnote"``), endnotes (``"endnote"``) and comments (``"comment"``,
    with ``attrs.author``). These have no section path (they belong to no heading). A cited footnote or endnote
-   leads with the mark Word prints (numbered in citation order, in the section's note format, by default 1, 2, ...
-   for footnotes and i, ii, ... for endnotes; ``attrs.mark``); in the body text the reference is that mark in
-   superscript characters, as Word prints it ("Ouchⁱ", "claim¹²"; NFKC folds them to plain letters and digits),
-   or the plain mark when a character of it has no superscript form. A custom mark (``customMarkFollows``) is the
-   run text that follows it.
+   leads with the mark Word prints (numbered in citation order from the start value, ``w:numStart``, again from it
+   in each section whose ``w:numRestart`` is eachSect (eachPage reads as continuous: pages are not known), in the
+   section's note format, by default 1, 2, ... for footnotes and i, ii, ... for endnotes: ``w:footnotePr`` and
+   ``w:endnotePr`` of the section over those of ``settings.xml``; ``attrs.mark``); in the body text the reference
+   is that mark in superscript characters, as Word prints it ("Ouchⁱ", "claim¹²"; NFKC folds them to plain
+   letters and digits), or the plain mark when a character of it has no superscript form. A custom mark
+   (``customMarkFollows``) is the run text that follows it.
 
 Coverage counts every ``w:p`` in the parts read; all are extracted unless the output budget cuts the document, when
 the rest are one failed range. What is seen but not read is said: a chart without cached values, a chart or diagram
@@ -55,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 from lxml import etree
 
 from extract_fn.formats.base import ExtractRequest
-from extract_fn.formats.docx_numbering import ListCounters, Numbering, format_number, superscript
+from extract_fn.formats.docx_numbering import ListCounters, Numbering, format_number, superscript, symbol_char
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.ooxml_drawing import (
     alt_text,
@@ -113,6 +127,14 @@ T_TR = _tags("tr")
 T_TC = _tags("tc")
 T_T = _tags("t") | _tags("t", M_NAMESPACES)
 T_PPR = _tags("pPr")
+T_RPR = _tags("rPr")
+T_R = _tags("r")
+T_FLD_CHAR = _tags("fldChar")
+T_INSTR = _tags("instrText")
+T_VANISH = _tags("vanish") | _tags("specVanish")  # hidden text (specVanish: always hidden, a style separator)
+T_RSTYLE = _tags("rStyle")
+T_SECT_PR = _tags("sectPr")
+VML_TEXTPATH = "{urn:schemas-microsoft-com:vml}textpath"  # WordArt's text (Word's watermarks are WordArt)
 T_TCPR = _tags("tcPr")
 T_TRPR = _tags("trPr")
 T_TXBX = _tags("txbxContent")
@@ -129,7 +151,6 @@ SKIP_LOCAL = frozenset(
         "del",
         "moveFrom",
         "delText",
-        "instrText",
         "delInstrText",
         "fldData",
         "sdtPr",
@@ -165,40 +186,128 @@ def _attr(el: Any, name: str) -> str | None:
 _child = child
 
 
+def _toggle(el: Any) -> bool:
+    """A toggle property's value (``w:vanish``, ``w:b``): on unless its val says off."""
+    return (_attr(el, "val") or "1") not in ("0", "false", "off")
+
+
+def _vanish(rpr: Any | None) -> bool | None:
+    """Whether a ``w:rPr`` hides its text (``w:vanish``, ``w:specVanish``): None when it says nothing."""
+    hidden = None
+    if rpr is not None:
+        for c in rpr:
+            if c.tag in T_VANISH:
+                hidden = True if _toggle(c) else bool(hidden)
+    return hidden
+
+
+_STYLE_PARTS = frozenset({"name", "basedOn", "pPr", "rPr"})
+
+
 class _Styles:
-    """Paragraph styles: heading depth, outline level and numbering, resolved through basedOn."""
+    """Paragraph styles: heading depth, outline level and numbering, resolved through basedOn; and whether a run's
+    text is hidden (``w:vanish``: its own properties, else its character style and its paragraph style, each
+    through basedOn, the two toggling each other as Word's toggle properties do, else the document default)."""
 
     def __init__(self, root: Any | None) -> None:
         self.raw: dict[str, tuple[str, str | None, int | None, NumPr | None]] = {}
         self.cache: dict[str, tuple[int | None, NumPr | None]] = {}
         self.numbering_styles: dict[str, str] = {}  # numbering style id -> its numId
+        # (basedOn, w:vanish of its w:rPr or None) of the paragraph and character styles
+        self.vanish_raw: dict[tuple[str, str], tuple[str | None, bool | None]] = {}
+        self.vanish_cache: dict[tuple[str, str], bool | None] = {}
+        self.default_style: str | None = None  # the default paragraph style
+        self.default_hidden = False  # w:docDefaults hide text
+        self.hides = False  # some style (or the defaults) hides text: runs' styles must be looked at
         if root is None:
             return
         for st in root:
+            if local(st.tag) == "docDefaults":
+                rpr_default = _child(st, "rPrDefault")
+                self.default_hidden = bool(_vanish(_child(rpr_default, "rPr") if rpr_default is not None else None))
+                self.hides = self.hides or self.default_hidden
+                continue
             if local(st.tag) != "style":
                 continue
             sid = _attr(st, "styleId")
             if not sid:
                 continue
-            if _attr(st, "type") == "numbering":
+            stype = _attr(st, "type")
+            if stype == "numbering":
                 ppr = _child(st, "pPr")
                 link = _num_pr(ppr) if ppr is not None else None
                 if link is not None:
                     self.numbering_styles[sid] = link[0]
                 continue
-            if _attr(st, "type") not in (None, "paragraph"):
+            if stype not in (None, "paragraph", "character"):
                 continue
-            name_el = _child(st, "name")
-            name = (_attr(name_el, "val") or "") if name_el is not None else ""
-            based_el = _child(st, "basedOn")
+            kids = first_children(st, _STYLE_PARTS)  # one pass over its children, not a tag matcher per name
+            based_el = kids.get("basedOn")
             based = _attr(based_el, "val") if based_el is not None else None
-            ppr = _child(st, "pPr")
+            hidden = _vanish(kids.get("rPr"))
+            self.hides = self.hides or bool(hidden)
+            self.vanish_raw[("c" if stype == "character" else "p", sid)] = (based, hidden)
+            if stype == "character":
+                continue
+            if _on(_attr(st, "default")) and self.default_style is None:
+                self.default_style = sid
+            name_el = kids.get("name")
+            name = (_attr(name_el, "val") or "") if name_el is not None else ""
+            ppr = kids.get("pPr")
             outline = None
             num: NumPr | None = None
             if ppr is not None:
                 outline = _outline_level(ppr)
                 num = _num_pr(ppr)
             self.raw[sid] = (name, based, outline, num)
+
+    def style_vanish(self, kind: str, sid: str | None) -> bool | None:
+        """The ``w:vanish`` a paragraph (``p``) or character (``c``) style gives, through basedOn (None: none)."""
+        if not sid:
+            return None
+        key = (kind, sid)
+        if key in self.vanish_cache:
+            return self.vanish_cache[key]
+        hidden = None
+        seen: set[str] = set()
+        cur: str | None = sid
+        while cur and cur not in seen and len(seen) < 64:
+            seen.add(cur)
+            based, hidden = self.vanish_raw.get((kind, cur), (None, None))
+            if hidden is not None:
+                break
+            cur = based
+        self.vanish_cache[key] = hidden
+        return hidden
+
+    def para_vanish(self, ppr: Any | None) -> bool | None:
+        """The ``w:vanish`` a paragraph's style gives its runs (its ``w:pStyle``, else the default style)."""
+        sid = None
+        if ppr is not None:
+            for c in ppr:
+                if local(c.tag) == "pStyle":
+                    sid = _attr(c, "val")
+        return self.style_vanish("p", sid or self.default_style)
+
+    def run_hidden(self, rpr: Any | None, para: bool | None) -> bool:
+        """Whether a run (its ``w:rPr`` or None) is hidden text, in a paragraph whose style gives ``para``."""
+        own: bool | None = None
+        rstyle = None
+        if rpr is not None:
+            for c in rpr:
+                tag = c.tag
+                if tag in T_VANISH:
+                    own = True if _toggle(c) else bool(own)
+                elif tag in T_RSTYLE:
+                    rstyle = _attr(c, "val")
+        if own is not None:
+            return own
+        if not self.hides:
+            return False
+        char = self.style_vanish("c", rstyle)
+        if para is None and char is None:
+            return self.default_hidden
+        return bool(para) != bool(char)  # a toggle property: the paragraph and character styles toggle it
 
     def style_num(self, sid: str) -> str | None:
         """The numId a numbering style stands for (``w:numStyleLink``)."""
@@ -342,16 +451,130 @@ class Inline:
     drawings: list[Drawing] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)  # (footnote|endnote, id) in order
     ppr: Any = None  # the paragraph's own w:pPr (its first), seen on the way
+    wordart: tuple[str, ...] = ()  # the text of its WordArt (VML v:textpath), a watermark's
 
 
 def _sym(el: Any) -> str:
+    """A ``w:sym``: the character its symbol font draws (``docx_numbering.SYMBOL_FONTS``: Symbol F061 is α), else
+    the code less 0xF000 (a symbol-encoded font's character)."""
     try:
         val = int(_attr(el, "char") or "", 16)
     except ValueError:
         return ""
+    if val <= 0xFF or 0xF000 <= val <= 0xF0FF:
+        mapped = symbol_char(_attr(el, "font"), val)
+        if mapped:
+            return mapped
     if 0xF000 <= val <= 0xF0FF:
         val -= 0xF000
-    return chr(val) if 0x20 <= val <= 0x10FFFF else ""
+    return chr(val) if 0x20 <= val <= 0x10FFFF and not 0xD800 <= val <= 0xDFFF else ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fields: Word shows the outermost field's result (the runs between its ``separate`` and its ``end``); its
+# instructions (between ``begin`` and ``separate``), the results of the fields nested in them included, are not shown.
+
+MAX_OPEN_FIELDS = 64  # deeper begins are counted, not kept (Word nests fields 20 deep at most)
+CHECKED, UNCHECKED = "\u2612", "\u2610"  # ☒ ☐: a legacy check box form field as Word draws it
+
+
+@dataclass(slots=True)
+class _Field:
+    ff: Any  # the begin's w:ffData (a legacy form field's data), or None
+    instr: list[str] = field(default_factory=list)  # its own instruction text (not its nested fields')
+    phase: int = 0  # 0: its instructions; 1: its result, shown; 2: a result not shown (a form field drawn from data)
+
+
+class _Story:
+    """What a story (the body, a header or footer, a note, a text box) carries from paragraph to paragraph: its open
+    fields (a TOC's result spans paragraphs)."""
+
+    __slots__ = ("excess", "fields", "hiding", "vanish")
+
+    def __init__(self, vanish: bool = True) -> None:
+        self.vanish = vanish  # it may hold hidden text (a w:vanish or w:specVanish): its runs are looked at
+        self.fields: list[_Field] = []
+        self.hiding = 0  # open fields whose text is not shown (in their instructions): while > 0 nothing is shown
+        self.excess = 0  # begins past MAX_OPEN_FIELDS not yet ended
+
+    def hidden_run(self, run: Any) -> bool:
+        """Step the fields by the field characters of a run of hidden text; whether its story now hides text."""
+        for c in run:
+            if c.tag in T_FLD_CHAR:
+                self.fld_char(c)
+            elif c.tag in T_INSTR:
+                self.instr(c)
+        return self.hiding > 0
+
+    def instr(self, el: Any) -> None:
+        fields = self.fields
+        if fields and fields[-1].phase == 0 and not self.excess:
+            fields[-1].instr.append(el.text or "")
+
+    def fld_char(self, el: Any) -> str:
+        """Step the fields by a ``w:fldChar``; the text a field shows from its data (a form field, MACROBUTTON)."""
+        kind = _attr(el, "fldCharType")
+        fields = self.fields
+        if kind == "begin":
+            if len(fields) >= MAX_OPEN_FIELDS:
+                self.excess += 1
+            else:
+                fields.append(_Field(_child(el, "ffData")))
+            self.hiding += 1
+            return ""
+        if self.excess:
+            if kind == "end":
+                self.excess -= 1
+                self.hiding -= 1
+            return ""
+        if not fields:  # a separate or end with no begin (a part cut by its writer): nothing to step
+            return ""
+        f = fields[-1]
+        if kind == "separate":
+            if f.phase:
+                return ""
+            shown = _field_display(f)
+            if shown is None:  # an ordinary field: its result (cached) is what Word shows
+                f.phase = 1
+                self.hiding -= 1
+                return ""
+            f.phase = 2
+            return shown if self.hiding == 1 else ""
+        if kind == "end":
+            fields.pop()
+            if f.phase != 1:
+                self.hiding -= 1
+            if f.phase == 0 and not self.hiding:  # a field with no result: what it shows from its data, if any
+                return _field_display(f) or ""
+        return ""
+
+
+def _field_display(f: _Field) -> str | None:
+    """What a field shows that is no result: a legacy form field's (check box, drop-down), MACROBUTTON's display
+    text (its instruction after the macro's name); None for any other field (its result is shown)."""
+    words = "".join(f.instr).split(None, 2)
+    name = words[0].upper() if words else ""
+    if name == "MACROBUTTON":
+        return words[2].strip() if len(words) > 2 else ""
+    if name == "FORMCHECKBOX":
+        box = _child(f.ff, "checkBox") if f.ff is not None else None
+        if box is None:
+            return UNCHECKED
+        state = _child(box, "checked")  # its state, else its default state
+        if state is None:
+            state = _child(box, "default")
+        return CHECKED if state is not None and _toggle(state) else UNCHECKED
+    if name == "FORMDROPDOWN":
+        dd = _child(f.ff, "ddList") if f.ff is not None else None
+        if dd is None:
+            return ""
+        entries = [_attr(e, "val") or "" for e in dd if local(e.tag) == "listEntry"]
+        chosen = _child(dd, "result")
+        if chosen is None:
+            chosen = _child(dd, "default")
+        index = uint_attr(_attr(chosen, "val")) if chosen is not None else 0
+        return entries[index] if index is not None and index < len(entries) else ""
+    return None
 
 
 NOTE_SENTINEL = "\x00"  # where a note reference stands in a paragraph's text (XML text never holds a NUL)
@@ -407,7 +630,8 @@ def _drawing(el: Any, name: str, inline: Inline, alt: str) -> bool:
 
 
 # What ``_inline`` does with an element, by its tag (decided once per tag: a document uses a few dozen)
-_TEXT, _SKIP, _NOTE_REF, _SIMPLE, _BREAK, _SYM, _MATH, _BOX, _DOCPR, _DRAW, _ALT, _OTHER, _PPR = range(13)
+(_TEXT, _SKIP, _NOTE_REF, _SIMPLE, _BREAK, _SYM, _MATH, _BOX, _DOCPR, _DRAW, _ALT, _OTHER, _PPR, _RUN, _FLD, _INSTR,
+ _WORDART) = range(17)  # fmt: skip
 _KIND_BY_NAME: dict[str, int] = {
     **dict.fromkeys(SKIP_LOCAL, _SKIP),
     "footnoteReference": _NOTE_REF,
@@ -423,7 +647,14 @@ _KIND_BY_NAME: dict[str, int] = {
     **dict.fromkeys(_DRAWING_NAMES, _DRAW),
     "AlternateContent": _ALT,
 }
-_TAG_KINDS: dict[str, int] = dict.fromkeys(T_T, _TEXT) | dict.fromkeys(T_PPR, _PPR)
+_TAG_KINDS: dict[str, int] = (
+    dict.fromkeys(T_T, _TEXT)
+    | dict.fromkeys(T_PPR, _PPR)
+    | dict.fromkeys(T_R, _RUN)
+    | dict.fromkeys(T_FLD_CHAR, _FLD)
+    | dict.fromkeys(T_INSTR, _INSTR)
+    | {VML_TEXTPATH: _WORDART}
+)
 _MAX_TAG_KINDS = 4096  # past this many distinct tags (a hostile part), kinds are computed, not remembered
 
 
@@ -434,12 +665,42 @@ def _tag_kind(tag: str) -> int:
     return kind
 
 
-def _inline(p: Any) -> Inline:
-    """A paragraph's text (math as linear text); its text boxes, drawings and note references are collected."""
+_LEAVES = frozenset({_NOTE_REF, _SIMPLE, _BREAK, _SYM, _MATH, _BOX, _WORDART})  # read by ``_leaf``, not walked
+
+
+def _leaf(kind: int, el: Any, inline: Inline, out: list[str]) -> None:
+    """What an element ``_inline`` does not walk into adds to the paragraph (``_LEAVES``)."""
+    if kind == _SIMPLE:
+        out.append(_SIMPLE_INLINE[local(el.tag)])
+    elif kind == _BREAK:
+        out.append("" if _attr(el, "type") == "page" else "\n")
+    elif kind == _NOTE_REF:
+        if not _on(_attr(el, "customMarkFollows")):
+            inline.notes.append((local(el.tag)[:-9], _attr(el, "id") or ""))
+            out.append(NOTE_SENTINEL)
+    elif kind == _SYM:
+        out.append(_sym(el))
+    elif kind == _MATH:
+        out.append(linear_text(el))
+    elif kind == _BOX:
+        inline.boxes.append(el)
+    else:  # _WORDART
+        art = (el.get("string") or "").strip()
+        if art:
+            inline.wordart += (art,)
+
+
+def _inline(p: Any, story: _Story, styles: _Styles) -> Inline:
+    """A paragraph's text as Word shows it (math as linear text; fields' results, not their instructions; no hidden
+    text); its text boxes, WordArt, drawings and note references are collected. ``story`` carries the open fields
+    from paragraph to paragraph."""
     out: list[str] = []
     inline = Inline()
     alt = ""
     kinds = _TAG_KINDS
+    hide = story.hiding > 0  # in a field's instructions: nothing is shown
+    para = styles.para_vanish(None) if styles.hides else None  # what the paragraph's style says of w:vanish
+    runs = story.vanish or styles.hides  # runs may be hidden: look at their properties
     stack: list[Iterator[Any]] = [iter(p)]
     while stack:
         for el in stack[-1]:
@@ -450,30 +711,41 @@ def _inline(p: Any) -> Inline:
             if kind is None:
                 kind = _tag_kind(tag)
             if kind == _TEXT:
-                out.append(el.text or "")
+                if not hide:
+                    out.append(el.text or "")
+            elif kind == _RUN:
+                if not len(el):
+                    continue
+                if runs:
+                    first = el[0]
+                    rpr = first if first.tag in T_RPR else None
+                    if (rpr is not None or para or styles.default_hidden) and styles.run_hidden(rpr, para):
+                        hide = story.hidden_run(el)  # hidden text: only its field characters count
+                        continue
+                stack.append(iter(el))
+                break
             elif kind == _SKIP:
                 continue
             elif kind == _PPR:  # skipped as any pPr; the paragraph's own (a child of it) is its properties
                 if inline.ppr is None and len(stack) == 1:
                     inline.ppr = el
+                    if styles.hides:
+                        para = styles.para_vanish(el)
             elif kind == _OTHER:
                 if len(el):
                     stack.append(iter(el))
                     break
-            elif kind == _NOTE_REF:
-                if not _on(_attr(el, "customMarkFollows")):
-                    inline.notes.append((local(tag)[:-9], _attr(el, "id") or ""))
-                    out.append(NOTE_SENTINEL)
-            elif kind == _SIMPLE:
-                out.append(_SIMPLE_INLINE[local(tag)])
-            elif kind == _BREAK:
-                out.append("" if _attr(el, "type") == "page" else "\n")
-            elif kind == _SYM:
-                out.append(_sym(el))
-            elif kind == _MATH:
-                out.append(linear_text(el))
-            elif kind == _BOX:
-                inline.boxes.append(el)
+            elif kind == _FLD:
+                shown = story.fld_char(el)
+                hide = story.hiding > 0
+                if shown:
+                    out.append(shown)
+            elif kind == _INSTR:
+                story.instr(el)
+            elif hide:  # nothing in a field's instructions is shown
+                continue
+            elif kind in _LEAVES:
+                _leaf(kind, el, inline, out)
             elif kind == _DOCPR:
                 alt = alt_text(el)
             elif kind == _DRAW:
@@ -591,8 +863,13 @@ class _Doc:
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
         self.in_cells: list[tuple[Drawing, int, int]] = []  # drawings of the table being read, with their cell
         self.cell = (0, 0)  # the top-level cell being read (row, column of the table's grid)
-        self.note_formats = dict(NOTE_FORMATS)
+        self.sections: list[Any] = []  # the body's w:sectPr, in order
+        self.settings: str | None = None  # the settings part (read at the first note mark)
+        self.note_rules: list[dict[str, NoteRule]] | None = None  # each section's note numbering (at the first mark)
+        self.section = 0  # the body section being read (its index in sections)
+        self.note_last: dict[str, tuple[int, int]] = {}  # footnote|endnote -> (section, number) of the last one
         self.marks: dict[tuple[str, str], str] = {}  # (footnote|endnote, id) -> its mark, in citation order
+        self.story = _Story()  # the story being read: its open fields
         self.rels: dict[str, str] = {}  # relationship id -> member, of the part being read
         self.stack: list[tuple[int, str, str]] = []  # open headings (depth, block id, text)
         self.path: list[str] = []  # their texts: the section path of a block under them (``set_stack``)
@@ -632,17 +909,19 @@ class _Doc:
                     parts.append(" | ".join(c or "" for c in r))
                 continue
             self.paragraphs += 1
-            inline = _inline(el)
+            inline = _inline(el, self.story, self.styles)
             t = self.labelled(inline)[0]
             if t:
                 parts.append(t)
             for box in inline.boxes:
+                story = _Story()  # a text box is a story of its own
                 for bp, bkind in _blocks_in(box):
                     if bkind == BLOCK_P:
                         self.paragraphs += 1
-                        bt = _clean(_inline(bp).text)
+                        bt = _clean(_inline(bp, story, self.styles).text)
                         if bt:
                             parts.append(bt)
+            parts.extend(inline.wordart)
             if inline.drawings:
                 self.in_cells.extend((d, *self.cell) for d in inline.drawings)  # blocks after the table's
         return "\n".join(parts)
@@ -650,11 +929,19 @@ class _Doc:
     # -- note marks
 
     def mark(self, kind: str, nid: str) -> str:
-        """The mark of a footnote or endnote: numbered in citation order, in the document's note format."""
+        """The mark of a footnote or endnote: numbered in citation order from the section's start value
+        (``w:numStart``), again from it in a section that restarts them (``w:numRestart`` eachSect), in the
+        section's note format."""
         key = (kind, nid)
         if key not in self.marks:
-            n = sum(1 for k, _ in self.marks if k == kind) + 1
-            self.marks[key] = format_number(n, self.note_formats.get(kind, "decimal"))
+            if self.note_rules is None:
+                self.note_rules = _note_rules(self.sections, _optional_part(self.zf, self.settings))
+            section = min(self.section, len(self.note_rules) - 1)
+            fmt, start, restart = self.note_rules[section].get(kind, DEFAULT_NOTE_RULES["footnote"])
+            last = self.note_last.get(kind)
+            n = start if last is None or (restart and last[0] != section) else last[1] + 1
+            self.note_last[kind] = (section, n)
+            self.marks[key] = format_number(n, fmt)
         return self.marks[key]
 
     def cite(self, inline: Inline) -> str:
@@ -751,7 +1038,7 @@ class _Doc:
     def paragraph(self, p: Any, base: dict[str, Any] | None) -> None:
         """A body, header, footer or note paragraph: its block, then its text boxes and drawings."""
         self.paragraphs += 1
-        inline = _inline(p)
+        inline = _inline(p, self.story, self.styles)
         text, depth, info = self.labelled(inline)
         if text:
             attrs = ({**base, "list": info} if base else {"list": info}) if info else base or None
@@ -763,8 +1050,17 @@ class _Doc:
                 self.add("paragraph", text, attrs)
         for box in inline.boxes:
             self.container(box, {**(base or {}), "textbox": True})
+        for art in inline.wordart:
+            self.add("paragraph", art, {**(base or {}), "wordart": True})
         for d in inline.drawings:
             self.drawing(d, base)
+        if (
+            base is None
+            and len(self.sections) > 1
+            and inline.ppr is not None
+            and next(inline.ppr.iterchildren(*T_SECT_PR), None) is not None  # the paragraph ends its section
+        ):
+            self.section += 1
 
     def table(self, tbl: Any, base: dict[str, Any] | None) -> None:
         """The table's block, then each drawing in its cells (a picture's alt text, a chart, a diagram) as a block
@@ -779,17 +1075,22 @@ class _Doc:
             self.drawing(d, {**(base or {}), "cell": [row, col]})
 
     def container(self, container: Any, base: dict[str, Any] | None) -> bool:
-        """The blocks of a body, header, footer, note or text box. True when the output budget cut it."""
-        for el, kind in _blocks_in(container):
-            if self.budget.over(self.builder.text_chars):
-                return True
-            if kind == BLOCK_P:
-                self.paragraph(el, base)
-            elif kind == BLOCK_TBL:
-                self.table(el, base)
-            else:
-                self.alt_chunk()
-        return False
+        """The blocks of a body, header, footer, note or text box (a story: fields end in it). True when the output
+        budget cut it."""
+        outer, self.story = self.story, _Story(next(container.iter(*T_VANISH), None) is not None)
+        try:
+            for el, kind in _blocks_in(container):
+                if self.budget.over(self.builder.text_chars):
+                    return True
+                if kind == BLOCK_P:
+                    self.paragraph(el, base)
+                elif kind == BLOCK_TBL:
+                    self.table(el, base)
+                else:
+                    self.alt_chunk()
+            return False
+        finally:
+            self.story = outer
 
     def alt_chunk(self) -> None:
         n = self.count_drawing(Drawing("imported document"))
@@ -894,7 +1195,8 @@ def _extract(zf: zipfile.ZipFile, request: ExtractRequest) -> dict[str, Any]:
     )
     doc = _Doc(zf, builder, styles, numbering, limits=request.limits, budget=output_budget(request, BudgetKind.PAGED))
     doc.rels = {rid: target for rid, _t, target in rels}
-    doc.note_formats = _note_formats(root)
+    doc.sections = _sections(root)
+    doc.settings = next(iter(by_type.get("settings", ())), None)
 
     cut = doc.container(body, None)
     doc.set_stack([])
@@ -938,20 +1240,49 @@ def _headers_footers(doc: _Doc, root: Any, by_type: dict[str, list[str]]) -> boo
 
 
 NOTE_PARTS = (("footnotes", "footnote"), ("endnotes", "endnote"), ("comments", "comment"))
-NOTE_FORMATS = {"footnote": "decimal", "endnote": "lowerRoman"}  # Word's defaults
+NoteRule = tuple[str, int, bool]  # a section's note numbering: (w:numFmt, w:numStart, restarts in each section)
+DEFAULT_NOTE_RULES: dict[str, NoteRule] = {"footnote": ("decimal", 1, False), "endnote": ("lowerRoman", 1, False)}
 
 
-def _note_formats(root: Any) -> dict[str, str]:
-    """The note number formats of the document's sections (``w:footnotePr``/``w:endnotePr`` ``w:numFmt``; the last
-    section's win), else Word's defaults."""
-    fmts = dict(NOTE_FORMATS)
-    for sect in root.iter(*_tags("sectPr")):
-        for kind, default in NOTE_FORMATS.items():
-            pr = _child(sect, f"{kind}Pr")
-            fmt = _child(pr, "numFmt") if pr is not None else None
-            if fmt is not None:
-                fmts[kind] = _attr(fmt, "val") or default
-    return fmts
+def _note_rule(pr: Any | None, rule: NoteRule) -> NoteRule:
+    """A ``w:footnotePr``/``w:endnotePr`` over ``rule`` (what it does not say stays)."""
+    if pr is None:
+        return rule
+    fmt, start, restart = rule
+    kids = first_children(pr, _NOTE_PR_NAMES)
+    if "numFmt" in kids:
+        fmt = _attr(kids["numFmt"], "val") or fmt
+    if "numStart" in kids:
+        given = uint_attr(_attr(kids["numStart"], "val"))
+        start = min(given, 1 << 31) if given is not None else start
+    if "numRestart" in kids:
+        restart = _attr(kids["numRestart"], "val") == "eachSect"  # eachPage: pages are not known, read as continuous
+    return fmt, start, restart
+
+
+_NOTE_PR_NAMES = frozenset({"numFmt", "numStart", "numRestart"})
+
+
+def _sections(root: Any) -> list[Any]:
+    """The body's section properties in order (a paragraph's ``w:sectPr`` ends its section, the body's the last;
+    not a tracked change's former properties)."""
+    out = []
+    for sect in root.iter(*T_SECT_PR):
+        up = sect.getparent()
+        if up is not None and local(up.tag) in ("pPr", "body"):
+            out.append(sect)
+    return out
+
+
+def _note_rules(sections: list[Any], settings: Any | None) -> list[dict[str, NoteRule]]:
+    """Each body section's note numbering, in order: its ``w:sectPr``'s ``w:footnotePr``/``w:endnotePr`` over the
+    document's (``settings.xml``), over Word's defaults (footnotes 1, 2, ...; endnotes i, ii, ...)."""
+    doc = dict(DEFAULT_NOTE_RULES)
+    if settings is not None:
+        for kind in DEFAULT_NOTE_RULES:
+            doc[kind] = _note_rule(_child(settings, f"{kind}Pr"), doc[kind])
+    rules = [{kind: _note_rule(_child(s, f"{kind}Pr"), doc[kind]) for kind in DEFAULT_NOTE_RULES} for s in sections]
+    return rules or [doc]
 
 
 def _notes(doc: _Doc, root: Any, by_type: dict[str, list[str]]) -> bool:

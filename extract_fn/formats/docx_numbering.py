@@ -5,11 +5,14 @@ to a numbering style's list when it has one), whose ``w:lvl`` give each level's 
 template (``w:lvlText``: ``%1.%2.`` is the level-1 and level-2 counters), restart rule and legal-numbering flag;
 a ``w:num``'s ``w:lvlOverride`` may restart a level (``w:startOverride``) or replace it (``w:lvl``).
 
-``ListCounters`` numbers the paragraphs in reading order: one set of counters per ``w:num`` (a list instance);
-a paragraph at level L adds one to L's counter and restarts the levels below it; a level above L not used yet
-counts as used at its start value (after "2." and "2.1.1." comes "2.2.", as Word and LibreOffice number it). A
-level with no ``w:start`` starts at 1. Bullets are the level's text: a Symbol/Wingdings private-use character
-(U+F0xx) is mapped to the character it draws (``•``, ``▪``, ``➢``, ...); ``o`` (the Courier New bullet) is kept as
+``ListCounters`` numbers the paragraphs in reading order: one set of counters per ``w:abstractNum``, shared by
+the ``w:num`` (list instances) pointing at it, as Word counts them (two instances of one list with no override
+number 1, 2, 3 on); an instance with a ``w:startOverride`` at a level restarts that level the first time one of its
+paragraphs is at it (then the other instances go on from there). A paragraph at level L adds one to L's counter
+and restarts the levels below it; a level above L not used yet counts as used at its start value (after "2." and
+"2.1.1." comes "2.2.", as Word and LibreOffice number it). A level with no ``w:start`` starts at 1. Bullets are the
+level's text: a Symbol/Wingdings private-use character (U+F0xx) is mapped to the character it draws (``•``, ``▪``,
+``➢``, ...: ``SYMBOL_FONTS``, the map ``w:sym`` is read with too); ``o`` (the Courier New bullet) is kept as
 Word shows it.
 """
 
@@ -23,8 +26,48 @@ from typing import Any
 from extract_fn.formats.ooxml_text import local
 
 MAX_LEVELS = 9
-# Symbol / Wingdings code points (mapped from U+F0xx) to what they draw
-_SYMBOL_BULLETS = {0xB7: "•", 0xA7: "▪", 0xD8: "➢", 0xFC: "✓", 0x76: "❖", 0x6E: "■", 0x71: "❑", 0xA8: "◆"}
+# What the symbol fonts draw at a code (a U+F0xx private-use character or a w:sym's w:char, less 0xF000): the one
+# map for list bullets and ``w:sym``. Symbol: the whole Adobe Symbol encoding; Wingdings: the common symbols.
+_SYMBOL = (
+    dict(
+        zip(
+            range(0x20, 0x7F),
+            " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ[∴]⊥_‾αβχδεφγηιϕκλμνοπθρστυϖωξψζ{|}∼",
+            strict=True,
+        )
+    )
+    | dict(
+        zip(
+            range(0xA0, 0xF0),
+            "€ϒ′≤⁄∞ƒ♣♦♥♠↔←↑→↓°±″≥×∝∂•÷≠≡≈…⏐⎯↵ℵℑℜ℘⊗⊕∅∩∪⊃⊇⊄⊂⊆∈∉∠∇®©™∏√⋅¬∧∨⇔⇐⇑⇒⇓◊〈®©™∑⎛⎜⎝⎡⎢⎣⎧⎨⎩⎪",
+            strict=True,
+        )
+    )
+    | dict(zip(range(0xF1, 0xFF), "〉∫⌠⎮⌡⎞⎟⎠⎤⎥⎦⎫⎬⎭", strict=True))
+)
+_WINGDINGS = {
+    0x22: "✂", 0x28: "☎", 0x2A: "✉", 0x4A: "☺", 0x4B: "😐", 0x4C: "☹", 0x6C: "●", 0x6D: "❍", 0x6E: "■", 0x6F: "□",
+    0x70: "◻", 0x71: "❑", 0x72: "❒", 0x75: "◆", 0x76: "❖", 0x77: "⬥", 0x78: "⌧", 0x9F: "•", 0xA1: "○", 0xA7: "▪",
+    0xA8: "◻", 0xAB: "★", 0xD8: "➢", 0xE0: "→", 0xFB: "✗", 0xFC: "✓", 0xFD: "☒", 0xFE: "☑",
+    **dict(zip(range(0x80, 0x8B), "⓪①②③④⑤⑥⑦⑧⑨⑩", strict=True)),
+}  # fmt: skip
+SYMBOL_FONTS: dict[str, dict[int, str]] = {"symbol": _SYMBOL, "wingdings": _WINGDINGS}
+# a bullet's font is not read: each code of Word's bullet library as the font it comes in draws it
+_SYMBOL_BULLETS = {
+    0xB7: _SYMBOL[0xB7],  # •
+    0xA8: _SYMBOL[0xA8],  # ♦
+    **{code: _WINGDINGS[code] for code in (0xA7, 0xD8, 0xFC, 0x76, 0x6E, 0x71)},  # ▪ ➢ ✓ ❖ ■ ❑
+}
+
+
+def symbol_char(font: str | None, code: int) -> str:
+    """The character a symbol font draws at ``code`` (U+F0xx or 0x00-0xFF), or "" when the font is not mapped."""
+    table = SYMBOL_FONTS.get((font or "").strip().lower())
+    if table is None:
+        return ""
+    return table.get(code - 0xF000 if code >= 0xF000 else code, "")
+
+
 _ROMAN = ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"), (40, "xl"), (10, "x"),
           (9, "ix"), (5, "v"), (4, "iv"), (1, "i"))  # fmt: skip
 
@@ -141,6 +184,7 @@ class Numbering:
         self.style_num = style_num
         self.levels: dict[str, dict[int, Level]] = {}
         self.starts: dict[str, dict[int, int]] = {}  # startOverride per list instance
+        self.shared: dict[str, str] = {}  # list instance -> its abstractNum: the counters it shares
         if root is None:
             return
         abstract: dict[str, dict[int, Level]] = {}
@@ -188,6 +232,7 @@ class Numbering:
                     levels[ilvl] = _level(c, attr)
         self.levels[nid] = levels
         self.starts[nid] = starts
+        self.shared[nid] = "abstract " + aid
 
     def level(self, num_id: str, ilvl: int) -> Level | None:
         return self.levels.get(num_id, {}).get(ilvl)
@@ -213,7 +258,8 @@ class ListCounters:
 
     def __init__(self, numbering: Numbering) -> None:
         self.numbering = numbering
-        self.counts: dict[str, list[int | None]] = {}
+        self.counts: dict[str, list[int | None]] = {}  # by the abstractNum the instances share
+        self.started: set[tuple[str, int]] = set()  # (instance, level) whose startOverride has restarted it
 
     def label(self, num_id: str, ilvl: int) -> str:
         """Count one paragraph at ``ilvl`` of list ``num_id`` and return the label Word shows ('' for none)."""
@@ -221,7 +267,15 @@ class ListCounters:
         lvl = levels.get(ilvl)
         if lvl is None:
             return ""
-        counts = self.counts.setdefault(num_id, [None] * MAX_LEVELS)
+        numbering = self.numbering
+        key = numbering.shared.get(num_id, num_id)
+        counts = self.counts.get(key)
+        if counts is None:
+            counts = self.counts[key] = [None] * MAX_LEVELS
+        starts = numbering.starts.get(num_id)
+        if starts and ilvl in starts and (num_id, ilvl) not in self.started:
+            self.started.add((num_id, ilvl))
+            counts[ilvl] = None  # the instance's first paragraph at the level: its override restarts it
         for above in range(ilvl):  # a level skipped over counts as shown at its start (2. then 2.1.1 then 2.2.)
             if counts[above] is None:
                 counts[above] = self._start(num_id, above, levels.get(above, Level()))
