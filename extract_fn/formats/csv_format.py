@@ -12,6 +12,9 @@ Decisions (documented for the artifact's readers):
   most consistent number of fields (more than one); ties go in that order, and a file no candidate splits is one
   column. Quotes are ``"`` doubled inside a quoted field; line endings ``\\n``, ``\\r\\n`` and ``\\r`` are all read,
   also inside quoted fields.
+* **Excel's delimiter hint**: a first line that is exactly ``sep=X`` (one character; the line may be quoted whole)
+  names the delimiter, as Excel reads it, and is no record (the artifact's ``attrs.sep_line`` says so): the header
+  is the record after it, still row 1, and every line number stays the file's (the header's is 2).
 * **Header**: the first record is always the header (``header_rows`` 1), even when it looks like data: a CSV has no
   way to say otherwise and csv-spectrum's ground truth reads it so. An empty name becomes ``column_<N>`` (1-based).
 * **Rows**: records, not lines: the header is row 1, the first data record row 2; blank lines are no records and are
@@ -58,6 +61,7 @@ LISTED_ROWS: Final = 10
 # Past this share of rows whose typed values read otherwise than the file spells them, every row's text is kept
 # (a list); below it only theirs (a dict), and the others are made from the typed rows when written.
 RESPELLED_SHARE: Final = 0.25
+_SEP_LINE: Final = re.compile(r'(?:sep=([^"\r\n])|"sep=([^"\r\n])")(?:\r\n|\r|\n|\Z)')
 _LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # row numbers named in a ragged-rows warning
 PIECE_CHARS: Final = 1 << 20  # the text is split into lines a piece of about this many characters at a time
 # What ``str.splitlines`` also breaks on, beyond \n, \r and \r\n: a piece holding none splits as ``_LINE`` splits it.
@@ -99,6 +103,14 @@ def detect_delimiter(text: str) -> str:
         if best is None or score > best:
             best, choice = score, delim
     return choice
+
+
+def sep_hint(text: str) -> str | None:
+    """The delimiter Excel's hint names when the text's first line is exactly ``sep=X`` (``X`` one character, not a
+    quote or a line break; the line may be quoted whole, ``"sep=;"``), else None. Excel takes the delimiter from it
+    and reads the line as no row."""
+    m = _SEP_LINE.match(text)
+    return m.group(1) or m.group(2) if m is not None else None
 
 
 def split_lines(text: str) -> Iterator[str]:
@@ -155,8 +167,11 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
     builder = ArtifactBuilder(
         "csv", parser=PARSER, parser_version=PARSER_VERSION, unit="rows", options=request.options()
     )
-    delimiter = detect_delimiter(text)
+    hint = sep_hint(text)
+    delimiter = hint or detect_delimiter(text)
     builder.attrs.update({"encoding": encoding, "delimiter": delimiter})
+    if hint is not None:
+        builder.attrs["sep_line"] = True  # line 1 is Excel's ``sep=`` hint: the delimiter, and no record
     if nuls:
         builder.warn(f"the file holds {nuls} NUL character(s), kept as U+0000 in the values")
     budget = output_budget(request, BudgetKind.TABLE)
@@ -179,6 +194,9 @@ def _extract(data: bytes, request: ExtractRequest) -> dict[str, Any]:
             line_start = prev_line + 1
             prev_line = line_end
             if not record:
+                continue
+            if hint is not None:  # the sep= line: the delimiter's hint, no record (its line is still line 1)
+                hint = None
                 continue
             if header is None:
                 header, header_lines = record, (line_start, line_end)

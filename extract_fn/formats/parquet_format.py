@@ -420,6 +420,32 @@ def _bytes_text(b: bytes, column: str, notes: Notes) -> str:
     return "base64:" + base64.b64encode(b).decode("ascii")
 
 
+def _decimal_values(arr: Any, column: str, notes: Notes) -> list[Any]:
+    """A DECIMAL column's values: exact digits (scale 0 within int64: ints)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    scale = arr.type.scale
+    if scale < 0:
+        return [None if d is None else format(d, "f") for d in arr.to_pylist()]
+    strings = pc.cast(arr, pa.string())
+    texts = strings.to_pylist()
+    if scale == 0:
+        return [None if s is None else (int(s) if len(s) < 19 else s) for s in texts]
+    if pc.any(pc.match_substring(strings, "E")).as_py():
+        return _plain_decimals(texts)
+    return texts
+
+
+def _plain_decimals(texts: list[str | None]) -> list[str | None]:
+    """Arrow's text of a DECIMAL of scale > 0 is scientific once its value is below 1e-6 (``1.00E-7``, ``0E-9``): each
+    such value as its plain digits, to the column's scale (``0.000000100``, ``0.000000000``), the others as they
+    are."""
+    from decimal import Decimal
+
+    return [s if s is None or "E" not in s else format(Decimal(s), "f") for s in texts]
+
+
 def _json_default(obj: Any) -> Any:
     import datetime as dt
     from decimal import Decimal
@@ -567,17 +593,7 @@ def converter_for(t: Any) -> tuple[str, Callable[[Any, str, Notes], list[Any]]]:
 
         return "number", small_float
     if pt.is_decimal(t):
-        scale = t.scale
-
-        def decimal(arr: Any, column: str, notes: Notes) -> list[Any]:
-            if scale < 0:
-                return [None if d is None else format(d, "f") for d in arr.to_pylist()]
-            texts = pc.cast(arr, pa.string()).to_pylist()
-            if scale == 0:
-                return [None if s is None else (int(s) if len(s) < 19 else s) for s in texts]
-            return texts
-
-        return "number", decimal
+        return "number", _decimal_values
     if pt.is_string(t) or pt.is_large_string(t) or pt.is_string_view(t):
 
         def strings(arr: Any, column: str, notes: Notes) -> list[Any]:
@@ -631,7 +647,9 @@ def _batch_texts(batch: Any, columns: list[list[Any]], prefixes: list[str]) -> l
     texts = []
     for i, values in enumerate(columns):
         t = batch.schema.field(i).type
-        if pt.is_integer(t) or pt.is_boolean(t) or pt.is_decimal(t):
+        if pt.is_decimal(t) and t.scale > 0:  # the values' plain digits (Arrow's own text may be 1.00E-7)
+            text = pa.array(values, pa.string())
+        elif pt.is_integer(t) or pt.is_boolean(t) or pt.is_decimal(t):
             text = pc.cast(batch.column(i), pa.string())  # exact digits, true/false
         elif pt.is_floating(t):
             text = pc.cast(pa.array(values, pa.float64()), pa.string())  # NaN already null

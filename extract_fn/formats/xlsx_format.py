@@ -17,6 +17,17 @@ slower still, by the issue's 8-15x, and loads ISO 29500 Strict workbooks with no
 * What calamine drops is taken from the sheet XML with narrow byte patterns, only when the part holds it: error
   cells (``t="e"``, sent as ``{"error": "#DIV/0!"}``) and formulas (``attrs.formulas``, the first 200, ``"B2":
   "=SUM(A1:A3)"``; the cell's value is the cached result).
+* **Formulas with no saved result** (no ``<v>`` or an empty one, as openpyxl writes every formula, and a shared
+  formula's other cells; an empty ``<v>`` of type ``str`` is the empty text, a result): this service computes no
+  formula, so their cells are null, the table's ``attrs.formulas_without_result`` lists them (the first 200), a
+  warning per sheet counts them and names the first five, and ``coverage.lost`` says ``formula_values`` (the rows
+  are read: no failed unit). A workbook asking to be recalculated when opened (``calcPr fullCalcOnLoad``, as
+  xlsxwriter saves its placeholder results of 0) gets a warning that its saved results may be stale, once it holds
+  a formula with one; those values are read, so it is no loss.
+* **A second look** (``xlsx_cells``): a cell whose calamine value may not be what Excel shows (a time, which is what
+  calamine makes of a serial below 1 under a date format; 1900-02-28, which serial 60, Excel's 1900-02-29, also
+  becomes; a whole number past 2^53, a double in calamine) is looked up in the sheet's XML, read again only then,
+  with its style's number format (``styles.xml``).
 * Memory: what a sheet needs from its XML is read before calamine reads the sheet, so the XML (several times the
   file) is gone first; the workbook (its shared strings) goes once calamine has read the last worksheet's cells, and
   that freed native heap is given back (``frame.release_heap``) before the cells become Python values; calamine's
@@ -40,6 +51,9 @@ Decisions (documented for the artifact's readers):
   digits: calamine parses the cell's stored text, and the shortest text that round-trips that double is the stored
   text itself, minus any float noise the writer appended), ``string`` (shared, inline and rich text, ``_x000D_``
   escapes decoded), ``bool``, ``date``/``datetime``, ``time``, ``duration`` (``36:00:00``, negative ``-1:30:00``).
+  A whole number past 2^53 is its stored digits. Under a date format, a serial below 1 is its day (1904 system:
+  1904-01-01; 1900 system: the text ``1900-01-00``, as Excel shows it), serial 60 of the 1900 system the text
+  ``1900-02-29``, a negative serial the number (Excel shows ``########``), each text or number with a warning.
   A column of several kinds is ``mixed``, its numbers then JSON numbers. Empty cells are null; errors fit any type.
 * **Coverage** counts data rows (unit ``rows``) over all sheets; a table cut to fit the output budget says so in
   coverage and a warning.
@@ -78,11 +92,19 @@ from extract_fn.formats.table_values import (
     shared_texts,
     value_text,
 )
+from extract_fn.formats.xlsx_cells import (
+    Restored,
+    column_sources,
+    date_part_styles,
+    restore,
+    style_classes,
+    suspect_rows,
+)
 from extract_fn.formats.xlsx_charts import add_sheet_charts
 from extract_fn.formats.xlsx_extent import box_cells
 from extract_fn.formats.zipsafe import is_xml_name, part_name, read_member, refuse_member_dtd, with_package
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
-from shared.contract import ErrorCode, ExtractionError
+from shared.contract import INT64_MAX, INT64_MIN, ErrorCode, ExtractionError
 
 PARSER: Final = "loom-xlsx"
 KIND: Final = "xlsx"
@@ -91,15 +113,21 @@ KIND: Final = "xlsx"
 # 32 columns of all 1,048,576 rows, or all 16,384 columns of 2,048 rows (1 GiB in calamine, 256 MiB more in Python),
 # within the default 2 GiB worker limit; and above xlsx_extent's NARROW_BOX, so columns A-Z never need the exact scan.
 REL_OFFICE_DOCUMENT: Final = ("/officeDocument",)
+LOST_FORMULA_VALUES: Final = "formula_values"  # a formula cell with no saved result: its value is not read
+LISTED_CELLS: Final = 5  # cells named in a warning
 _PREFIX = rb"(?:[A-Za-z_][\w.-]*:)?"
 _ERROR_CELL = re.compile(
     rb"<" + _PREFIX + rb"c\s([^>]*?\bt\s*=\s*[\"']e[\"'][^>]*)>(.*?)</" + _PREFIX + rb"c>",
     re.DOTALL,
 )
+# a formula cell: its attributes, the formula's attributes and text, and its cached value's text (group 4: None
+# when the cell has no <v>, or an empty one)
 _FORMULA_CELL = re.compile(
-    rb"<" + _PREFIX + rb"c\s([^>]*)>\s*<" + _PREFIX + rb"f\b([^>]*?)(?:/>|>(.*?)</" + _PREFIX + rb"f>)",
+    rb"<" + _PREFIX + rb"c\s([^>]*)>\s*<" + _PREFIX + rb"f\b([^>]*?)(?:/>|>(.*?)</" + _PREFIX + rb"f>)"
+    rb"(?:\s*<" + _PREFIX + rb"v(?:\s[^>]*)?(?:/>|>(.*?)</" + _PREFIX + rb"v>))?",
     re.DOTALL,
 )
+_STR_TYPE = re.compile(rb"\st\s*=\s*[\"']str[\"']")
 _ERROR_TYPE = re.compile(rb"\st\s*=\s*[\"']e[\"']")
 _QUOTED_E: Final = (b'"e', b"'e")  # every match of _ERROR_TYPE holds one of them (two scans, not four: 37 ms each)
 _REF_ATTR = re.compile(rb"\br\s*=\s*[\"']([A-Za-z]{1,3})([0-9]{1,7})[\"']")
@@ -199,6 +227,8 @@ class SheetInfo:
 class WorkbookInfo:
     sheets: list[SheetInfo] = field(default_factory=list)
     date1904: bool = False
+    full_calc_on_load: bool = False  # calcPr fullCalcOnLoad: the saved formula results are to be recomputed
+    styles_part: str | None = None
 
 
 def read_workbook_info(pkg: Package) -> WorkbookInfo:
@@ -219,10 +249,13 @@ def read_workbook_info(pkg: Package) -> WorkbookInfo:
         if pkg.has(target) and not is_xml_name(target):
             _check_prolog(pkg, target)
     info = WorkbookInfo()
+    info.styles_part = next((t for rtype, t in rels.values() if rtype.endswith("/styles") and pkg.has(t)), None)
     for el in root.iter():
         local = _local(el.tag)
         if local == "workbookPr":
             info.date1904 = (el.get("date1904") or "").lower() in ("1", "true")
+        elif local == "calcPr":
+            info.full_calc_on_load = (el.get("fullCalcOnLoad") or "").lower() in ("1", "true")
         elif local == "sheet":
             name = el.get("name") or ""
             rid = _attr(el, "id")
@@ -275,21 +308,44 @@ def _scan_errors(xml: bytes) -> dict[tuple[int, int], str]:
     return out
 
 
-def _scan_formulas(xml: bytes, limit: int) -> tuple[dict[str, str], bool]:
-    """The first ``limit`` formulas with text, by cell reference, and whether there were more."""
-    out: dict[str, str] = {}
+@dataclass
+class Formulas:
+    """A sheet's formula cells, as its XML holds them."""
+
+    found: dict[str, str] = field(default_factory=dict)  # the first ``limit`` formulas with text, by cell
+    more: bool = False  # formulas with text past those
+    cached: int = 0  # formula cells with a saved result
+    unsaved: int = 0  # formula cells with none (openpyxl writes every formula so; a shared formula's other cells)
+    unsaved_refs: list[str] = field(default_factory=list)  # the first ``limit`` of them
+
+
+def _scan_formulas(xml: bytes, limit: int) -> Formulas:
+    """The sheet's formulas (``Formulas``). A formula cell has no saved result when it has no ``<v>`` or an empty
+    one, unless it is of type ``str`` (a formula whose result is the empty text, as Excel saves it)."""
+    out = Formulas()
     if b"<f" not in xml and b":f" not in xml:
-        return out, False
+        return out
+    found = out.found
     for m in _FORMULA_CELL.finditer(xml):
-        ref = _REF_ATTR.search(m.group(1))
+        attrs = m.group(1)
+        ref = _REF_ATTR.search(attrs)
+        name = f"{ref.group(1).decode().upper()}{int(ref.group(2))}" if ref is not None else None
+        value = m.group(4)
+        if value or (value is not None and _STR_TYPE.search(attrs) is not None):
+            out.cached += 1
+        else:
+            out.unsaved += 1
+            if name is not None and len(out.unsaved_refs) < limit:
+                out.unsaved_refs.append(name)
         body = m.group(3)
-        if ref is None or not body:
+        if name is None or not body or out.more:
             continue
-        if len(out) >= limit:
-            return out, True
+        if len(found) >= limit:
+            out.more = True
+            continue
         text = html.unescape(body.decode("utf-8", "replace"))
-        out[f"{ref.group(1).decode().upper()}{int(ref.group(2))}"] = clean_str("=" + text)[:2000]
-    return out, False
+        found[name] = clean_str("=" + text)[:2000]
+    return out
 
 
 def _kind(v: Any) -> str:
@@ -330,12 +386,15 @@ def _converter(kind: str, col_type: str) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-def convert_column(values: list[Any]) -> tuple[str, list[Any], int]:
+def convert_column(values: list[Any], types: set[type] | None = None) -> tuple[str, list[Any], int]:
     """Calamine values of one column -> (column type, JSON-ready values, count of NaN/Inf dropped).
 
-    ``""`` (an empty cell) is null; an error dict stays as it is and fits any type.
+    ``""`` (an empty cell) is null; an error dict stays as it is and fits any type. ``types``: the values' types,
+    when the caller has them. An int (a whole number's stored digits, ``xlsx_cells``) is exact: past int64 its digits
+    in a number column.
     """
-    types = set(map(type, values))
+    if types is None:
+        types = set(map(type, values))
     kinds: set[str] = set()
     for t in types:
         if t is str:
@@ -352,6 +411,8 @@ def convert_column(values: list[Any]) -> tuple[str, list[Any], int]:
     for t in types:
         if t not in by_type:
             by_type[t] = _converter(_kind_of_type(t), col_type)
+    if int in by_type:
+        by_type[int] = _exact_int if col_type == "number" else _int_number
     if float in by_type and col_type == "number":
         by_type[float] = exact_number  # number_from_float(float(v), exact_text=True), without the two calls
     only = next(iter(types)) if len(types) == 1 else None
@@ -379,6 +440,14 @@ def _none(v: Any) -> None:
     return None
 
 
+def _exact_int(v: int) -> int | str:
+    return v if INT64_MIN <= v <= INT64_MAX else str(v)
+
+
+def _int_number(v: int) -> int | float:  # in a mixed column a number is a JSON number
+    return v if INT64_MIN <= v <= INT64_MAX else float(v)
+
+
 def _same(v: Any) -> Any:
     return v
 
@@ -397,6 +466,61 @@ def _kind_of_type(t: type) -> str:
         _dt.time: "time",
         _dt.timedelta: "duration",
     }.get(t, "string")
+
+
+class SecondLook:
+    """The workbook's lazily read facts a sheet's second look needs (``xlsx_cells``): the styles' number-format kinds,
+    read once, and each sheet's XML, read again only when a cell needs it."""
+
+    def __init__(self, pkg: Package, info: WorkbookInfo) -> None:
+        self.pkg = pkg
+        self.info = info
+        self._styles: list[str | None] | None = None
+        self._date_styles: frozenset[int] | None = None
+
+    def styles(self) -> list[str | None]:
+        if self._styles is None:
+            part = self.info.styles_part
+            self._styles = style_classes(_parse_xml(self.pkg, part)) if part is not None else []
+        return self._styles
+
+    def date_styles(self) -> frozenset[int]:
+        if self._date_styles is None:
+            self._date_styles = date_part_styles(self.styles())
+        return self._date_styles
+
+    def sheet(self, info: SheetInfo | None) -> SheetLook | None:
+        if info is None or not info.part or not self.pkg.has(info.part):
+            return None
+        return SheetLook(self, info.part, self.info.date1904)
+
+
+@dataclass
+class SheetLook:
+    book: SecondLook
+    part: str
+    date1904: bool
+    _xml: bytes | None = None
+
+    def restore(self, values: list[Any], rows: list[int], row0: int, col: int, notes: Restored) -> None:
+        """Put in ``values`` (one column, ``values[i]`` the sheet's 0-based row ``row0 + i``) what Excel shows for
+        each of ``rows`` (``xlsx_cells.restore``)."""
+        styles = self.book.styles()
+        floats = [i for i in rows if type(values[i]) is float]  # past 2^53: any style; a date's: a date format's
+        dated = [i for i in rows if type(values[i]) is not float] if self.book.date_styles() else []
+        rows = sorted(floats + dated) if floats and dated else floats or dated
+        if not rows:
+            return
+        if self._xml is None:
+            self._xml = self.book.pkg.read(self.part)
+        letters = col_letters(col)
+        only = None if floats else self.book.date_styles()
+        sources = column_sources(self._xml, letters, [row0 + i + 1 for i in rows], only)
+        for i in rows:
+            src = sources.get(row0 + i + 1)
+            if src is not None:
+                where = f"{letters}{row0 + i + 1}"
+                values[i] = restore(values[i], src, styles, date1904=self.date1904, where=where, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -431,6 +555,8 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
     chartsheets: list[str] = []
     other_sheets: list[str] = []  # dialog sheets, macro sheets: no worksheet cells calamine reads
     total_rows = kept_rows = 0
+    cached_formulas = 0
+    second_look = SecondLook(pkg, wb_info)
     if wb_info.sheets and not meta:
         raise _corrupt(f"the workbook lists {len(wb_info.sheets)} sheets but none of them can be read")
     types = [str(m.typ).rsplit(".", 1)[-1].lower() for m in meta]
@@ -458,7 +584,8 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
         # what calamine drops, read from the sheet's XML now, so the XML (often several times the file) is gone
         # before calamine's cells are (big.xlsx: 37 MB)
         errors = _scan_errors(xml) if xml else {}
-        formulas = _scan_formulas(xml, limits.xlsx_max_formulas) if xml else ({}, False)
+        formulas = _scan_formulas(xml, limits.xlsx_max_formulas) if xml else Formulas()
+        cached_formulas += formulas.cached
         del xml
         try:
             sheet = book.get_sheet_by_name(name)
@@ -489,6 +616,7 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
             merged=merged,
             errors=errors,
             formulas=formulas,
+            second_look=second_look.sheet(info),
         )
         del grid
         _charts(builder, budget, pkg, name, info)
@@ -498,6 +626,12 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
         builder.attrs["chartsheets"] = chartsheets
     if other_sheets:
         builder.attrs["other_sheets"] = other_sheets
+    if wb_info.full_calc_on_load and cached_formulas:
+        builder.warn(
+            f"the workbook asks to be recalculated when it is opened (calcPr fullCalcOnLoad): its {cached_formulas} "
+            "formula value(s) are the results saved in the file, which may be stale (some writers save 0 for every "
+            "formula)"
+        )
     builder.coverage(total=total_rows, extracted=kept_rows)
     return builder.build()
 
@@ -535,7 +669,8 @@ def _add_sheet(
     start: tuple[int, int] | None,
     merged: list[Any],
     errors: dict[tuple[int, int], str],
-    formulas: tuple[dict[str, str], bool],
+    formulas: Formulas,
+    second_look: SheetLook | None = None,
 ) -> tuple[int, int]:
     """Add the sheet's table and row blocks; return (data rows, rows kept). ``grid`` is emptied once its values
     are in the table's columns."""
@@ -561,11 +696,20 @@ def _add_sheet(
         attrs["merged"] = refs
         if len(merged) > request.limits.xlsx_max_merged:
             attrs["merged_truncated"] = True
-    found, more = formulas
-    if found:
-        attrs["formulas"] = found
-        if more:
+    if formulas.found:
+        attrs["formulas"] = formulas.found
+        if formulas.more:
             attrs["formulas_truncated"] = True
+    if formulas.unsaved:
+        # no value to read: Excel computes them on opening, this service computes no formula
+        attrs["formulas_without_result"] = formulas.unsaved_refs
+        builder.lose(LOST_FORMULA_VALUES)
+        listed = ", ".join(formulas.unsaved_refs[:LISTED_CELLS])
+        more_refs = "..." if formulas.unsaved > LISTED_CELLS else ""
+        builder.warn(
+            f"sheet {name!r}: {formulas.unsaved} formula cell(s) have no saved result ({listed}{more_refs}), so their "
+            "values are null: this service computes no formula; open and save the file in Excel to store them"
+        )
 
     # The used range: first and last non-empty rows and columns.
     def filled(v: Any) -> bool:
@@ -591,12 +735,19 @@ def _add_sheet(
     typed: list[Sequence[Any]] = []
     dropped = 0
     shortest = min(map(len, body), default=0)
+    restored = Restored()
     for j in range(cfirst, clast + 1):
         if j < shortest:  # every row reaches the column (the usual sheet): picked in C
             col_values = list(map(operator.itemgetter(j), body))
         else:
             col_values = [row[j] if j < len(row) else None for row in body]
-        col_type, values, bad = convert_column(col_values)
+        types = set(map(type, col_values))
+        if second_look is not None:
+            suspects = suspect_rows(col_values, types, second_look.date1904)
+            if suspects:
+                second_look.restore(col_values, suspects, first + r0 + 1, j + c0, restored)
+                types = set(map(type, col_values))
+        col_type, values, bad = convert_column(col_values, types)
         dropped += bad
         h = header[j] if j < len(header) else None
         if filled(h):
@@ -614,6 +765,8 @@ def _add_sheet(
     del body, typed
     if dropped:
         builder.warn(f"sheet {name!r}: {dropped} NaN or infinite value(s) sent as null")
+    for warning in restored.warnings(name):
+        builder.warn(warning)
     header_row_no = first + r0 + 1
     total = len(rows)
     _, kept = add_table(
