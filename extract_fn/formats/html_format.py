@@ -12,10 +12,24 @@ Parsing: selectolax's Lexbor, an HTML5 (WHATWG) tree builder, so malformed marku
 do; entities are decoded by the parser. Tree walks are iterative (10,000 nested elements are fine).
 
 Left out: ``head`` (its ``title`` becomes ``attrs.title`` and ``<html lang>`` ``attrs.lang``), ``script``,
-``style``, ``template``, ``noscript``, ``svg``, ``select``, ``datalist``, ``iframe``, ``object``, ``canvas``,
-``audio``, ``video``, ``rp``, a ``dialog`` without ``open``, and any element with the ``hidden`` attribute (except
-``hidden="until-found"``, which find-in-page reveals), ``aria-hidden="true"``, or an inline style with
-``display: none`` or ``visibility: hidden``. Images have no text (their alt text is not shown).
+``style``, ``template``, ``noscript``, ``datalist``, ``canvas``, ``audio``, ``video``, ``rp``, an ``iframe``'s
+content (its fallback), a ``dialog`` without ``open`` (with or without other attributes), and any element with the
+``hidden`` attribute (except ``hidden="until-found"``, which find-in-page reveals) or an inline style with
+``display: none`` or ``content-visibility: hidden``. ``visibility: hidden`` (or ``collapse``) hides the text of the
+element and of those inside it that do not set ``visibility: visible`` again (the last declaration in the style
+wins). ``aria-hidden`` hides from assistive technology only: its content is read. Images have no text (their alt
+text is not shown).
+
+Read as a browser shows it: an ``svg``'s ``text`` (with its ``tspan``/``textPath``) and ``foreignObject`` content,
+not its ``title``/``desc``/``metadata`` or loose text; an ``object``'s fallback content; a closed ``details``'s body
+(one click shows it). Form controls: ``textarea`` and ``button`` content; a drop-down ``select`` shows one option
+(the last ``selected``, else the first not ``disabled``), a list box (``multiple`` or ``size`` > 1) every option as
+a line; an ``input`` shows its ``value`` (text-like types, any unknown type, submit/reset/button), else its
+``placeholder`` (text-like and password fields), a submit or reset input without ``value`` "Submit" / "Reset";
+hidden, password values, checkbox, radio, range, color, file and image inputs show no text. An input's text is
+placed at its attribute value's characters in the source; a default label has none, so a block that starts or ends
+with one is unplaced. An ``iframe``'s ``srcdoc`` document is read as blocks of their own, unplaced (its text is in an
+attribute value), whose headings open no sections of the page; past 8 srcdoc documents nested, a ``failed`` entry.
 
 Blocks: text is collected into runs; every block-level element (p, div, section, li, h1-h6, pre, blockquote, table,
 tr, td, br is not one, ...) ends the current run, so text directly inside a div or body becomes a paragraph of its
@@ -60,6 +74,7 @@ and the cut is a ``failed`` entry).
 
 from __future__ import annotations
 
+import copy
 import functools
 import html as _html
 import re
@@ -199,7 +214,7 @@ class _SourceMap:
     dropped), and a cursor that walks them in step with the DOM's text nodes. A run that decodes to itself (most)
     is kept as its end offset, not as a copy: it is searched in the source itself (4 MB less for big.html)."""
 
-    __slots__ = ("_decs", "_k", "_maps", "_off", "_src", "_starts")
+    __slots__ = ("_decs", "_k", "_maps", "_off", "_src", "_starts", "_tag_floor")
 
     def __init__(self, src: str) -> None:
         self._src = src
@@ -208,6 +223,7 @@ class _SourceMap:
         self._maps: dict[int, tuple[list[int], list[tuple[int, int, int, int]]]] = {}
         self._k = 0
         self._off = 0
+        self._tag_floor = 0  # past the last input tag placed
         self._scan(src)
 
     def _add(self, src: str, a: int, b: int) -> None:
@@ -326,6 +342,55 @@ class _SourceMap:
         start = self._starts[k]
         return start + p, start + end
 
+    def input_tag(self) -> tuple[int, str] | None:
+        """The next ``<input>`` tag (its source offset and text) between the cursor and the next run of non-blank
+        character data, where the input the walk is at stands (an input has no text node to be placed by), or None;
+        the search goes on past it next time. The walk takes one for every input, shown or not, in document order."""
+        src = self._src
+        starts = self._starts
+        decs = self._decs
+        k = self._k
+        if not starts:
+            pos, bound = 0, len(src)
+        else:
+            pos = 0 if (k, self._off) == (0, 0) else self.to_source(k, self._off, end=True)
+            j = k + 1
+            stop = min(len(decs), k + LOCATE_WINDOW)
+            while j < stop:
+                dec = decs[j]
+                run = src[starts[j] : dec] if dec.__class__ is int else dec
+                if not run.isspace():  # type: ignore[union-attr]  # a str
+                    break
+                j += 1
+            bound = starts[j] if j < len(starts) else len(src)
+        m = _INPUT_TAG.search(src, max(pos, self._tag_floor), bound)
+        if m is None:
+            return None
+        self._tag_floor = m.end()
+        return m.start(), m.group()
+
+    def input_value(self, attr: str | None, value: str) -> tuple[int, int] | None:
+        """The source offsets of the first and just past the last non-space character of attribute ``attr`` of the
+        next input tag (``input_tag``) when it decodes to ``value`` (else None: the tag is not this input's)."""
+        found = self.input_tag()
+        if found is None or attr is None:
+            return None
+        start, tag = found
+        for am in _TAG_ATTR.finditer(tag, 6):
+            if am.group(1).lower() != attr:
+                continue
+            g = 2 if am.group(2) is not None else 3 if am.group(3) is not None else 4
+            raw = am.group(g) or ""
+            dec = _html.unescape(raw) if "&" in raw else raw
+            if dec.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd") != value:
+                return None
+            core = raw.strip(" \t\n\r\f")
+            if not core:
+                return None
+            first = start + am.start(g) + len(raw) - len(raw.lstrip(" \t\n\r\f"))
+            return first, first + len(core)  # the first attribute of a name is the one that counts
+        return None
+
     def to_source(self, run: int, offset: int, *, end: bool) -> int:
         """The source offset of a decoded offset in a run (an offset inside an entity goes to its start, or to its
         end for an exclusive ``end``)."""
@@ -383,12 +448,25 @@ def _decode_run(raw: str, base: int) -> tuple[str, list[tuple[int, int, int, int
 
 _WS: Final = re.compile(r"[ \t\n\r\f\v\x1c-\x1f]+")  # HTML's whitespace, and the ASCII controls str.split() takes
 _BR: Final = "\x00"  # a <br> in a run: the parser never leaves U+0000 in a text node, so it cannot clash
-_DISPLAY_NONE: Final = re.compile(r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)", re.I)
+_DISPLAY_NONE: Final = re.compile(r"display\s*:\s*none|content-visibility\s*:\s*hidden", re.I)
+# ``visibility`` is inherited and a descendant can set it back to visible (unlike display: none); the last one wins
+_VISIBILITY: Final = re.compile(r"(?<![\w-])visibility\s*:\s*(hidden|collapse|visible)", re.I)
 _LANG_CLASS: Final = re.compile(r"(?:^|\s)(?:language|lang|highlight-source)-([\w+#.-]+)")
 
 _SKIP_SILENT: Final = frozenset({"script", "style", "template", "head"})
-_SKIP_HIDDEN: Final = frozenset(
-    {"noscript", "svg", "select", "datalist", "iframe", "object", "canvas", "audio", "video", "rp"}
+_SKIP_HIDDEN: Final = frozenset({"noscript", "datalist", "canvas", "audio", "video", "rp"})
+# Elements ``on_enter`` looks at on their own: form controls and frames (inline), a select's options (blocks).
+_SPECIAL: Final = frozenset({"input", "select", "iframe"})
+_OPTIONS: Final = frozenset({"option", "optgroup"})
+_SVG_SHOWN: Final = frozenset({"text", "foreignObject"})  # inside an svg, only these render their text
+_SVG_UNSHOWN: Final = frozenset({"title", "desc", "metadata"})  # not rendered, even inside a text element
+_MAX_SRCDOC_DEPTH: Final = 8  # iframes read inside iframes' srcdoc
+# input types whose value (or, when it is empty, placeholder) shows as text; any unknown type is a text field too
+_NO_TEXT_INPUTS: Final = frozenset({"hidden", "checkbox", "radio", "range", "color", "file", "image"})
+_BUTTON_INPUTS: Final = {"submit": "Submit", "reset": "Reset", "button": ""}  # the label with no value attribute
+_INPUT_TAG: Final = re.compile(r"<(?ai:input)(?=[\t\n\f\r />])(?:[^>\"']++|\"[^\"]*+\"|'[^']*+')*+>?")
+_TAG_ATTR: Final = re.compile(
+    r"""([^\t\n\f\r />][^\t\n\f\r /=>]*)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r >]*)))?"""
 )
 _BLOCK: Final = frozenset(
     {
@@ -455,7 +533,54 @@ _ITEMS: Final = frozenset({"li", "dt", "dd"})
 _TABLE_PARTS: Final = frozenset({"table", "caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th"})
 
 # Frame kinds: what leaving an element undoes.
-_F_INLINE, _F_BLOCK, _F_HIDDEN, _F_HEADING, _F_PRE, _F_ITEM, _F_LIST, _F_QUOTE = range(8)
+_F_INLINE, _F_BLOCK, _F_HIDDEN, _F_HEADING, _F_PRE, _F_ITEM, _F_LIST, _F_QUOTE, _F_SELECT = range(9)
+
+
+class _Shown:
+    """What ``visibility`` and SVG leave shown below the elements gone into: a stack of the changes, each undone
+    when the element that made it is left (``frame``: the element's depth in the walker's frames)."""
+
+    __slots__ = ("changes", "invisible", "svg", "svg_text")
+
+    def __init__(self) -> None:
+        self.invisible = False  # visibility: hidden or collapse, inherited
+        self.svg = 0  # svg elements open
+        self.svg_text = False  # inside an svg, in a text (or foreignObject) element
+        self.changes: list[tuple[int, bool, int, bool]] = []
+
+    @property
+    def muted(self) -> bool:
+        return self.invisible or (self.svg > 0 and not self.svg_text)
+
+    def enter(self, frame: int, tag: str | None, attrs: dict[str, str | None]) -> bool:
+        """Note what the element entered changes; whether it changed anything (``leave`` is then owed)."""
+        invisible, svg, svg_text = self.invisible, self.svg, self.svg_text
+        if tag == "svg":
+            svg += 1
+            svg_text = False
+        elif svg:
+            if tag in _SVG_SHOWN:
+                svg_text = True
+            elif tag in _SVG_UNSHOWN:
+                svg_text = False
+        if attrs:
+            style = attrs.get("style")
+            if style:
+                visible = _visibility(style)
+                if visible is not None:
+                    invisible = not visible
+        if (invisible, svg, svg_text) == (self.invisible, self.svg, self.svg_text):
+            return False
+        self.changes.append((frame, self.invisible, self.svg, self.svg_text))
+        self.invisible, self.svg, self.svg_text = invisible, svg, svg_text
+        return True
+
+    def leave(self, frame: int) -> bool:
+        """Undo the change the element at ``frame`` made, if it made one; whether it did."""
+        if self.changes and self.changes[-1][0] == frame:
+            _, self.invisible, self.svg, self.svg_text = self.changes.pop()
+            return True
+        return False
 
 
 @dataclass(slots=True)
@@ -479,19 +604,72 @@ class _Cut(Exception):  # control flow, not an error
 
 
 def _is_hidden(tag: str | None, attrs: dict[str, str | None]) -> bool:
+    """Whether the element and all it holds are not rendered (``display: none`` and its like; ``aria-hidden`` hides
+    from assistive technology only, so it does not count, and ``visibility`` is ``_visibility``'s)."""
     if tag in _SKIP_HIDDEN:
         return True
     if not attrs:
-        return False
+        return tag == "dialog"
     if "hidden" in attrs and (attrs["hidden"] or "").strip().lower() != "until-found":
-        return True
-    aria = attrs.get("aria-hidden")
-    if aria is not None and aria.strip().lower() == "true":
         return True
     style = attrs.get("style")
     if style and _DISPLAY_NONE.search(style):
         return True
     return tag == "dialog" and "open" not in attrs
+
+
+def _visibility(style: str) -> bool | None:
+    """What an inline style sets ``visibility`` to: False for hidden or collapse, True for visible, None unset."""
+    found = _VISIBILITY.findall(style)
+    return found[-1].lower() == "visible" if found else None
+
+
+def _shown_options(node: LexborNode, attrs: dict[str, str | None]) -> set[int] | None:
+    """The options a ``select`` shows: None for a list box (``multiple`` or ``size`` > 1: every option), else the
+    drop-down's one option, as a set of ``mem_id``: the last with ``selected``, else the first not disabled."""
+    if attrs:
+        if "multiple" in attrs:
+            return None
+        try:
+            if int((attrs.get("size") or "1").strip()) > 1:
+                return None
+        except ValueError:
+            pass
+    chosen = None
+    first = None
+    for option in node.css("option"):
+        option_attrs = option.attributes
+        if "selected" in option_attrs:
+            chosen = option
+        elif first is None and "disabled" not in option_attrs:
+            first = option
+    if chosen is None:
+        chosen = first
+    return set() if chosen is None else {chosen.mem_id}
+
+
+def _input_text(attrs: dict[str, str | None]) -> tuple[str, str | None] | None:
+    """The text an ``input`` shows and the attribute it comes from (None for a button's default label), or None.
+
+    A text-like field (text, search, email, number, a date, an unknown type...) shows its ``value``, or its
+    ``placeholder`` while the value is empty; a password field only its placeholder; submit, reset and button
+    inputs their ``value``, else "Submit" / "Reset" (a button input: nothing); hidden, checkbox, radio, range,
+    color, file and image inputs no text."""
+    kind = (attrs.get("type") or "text").strip().lower()
+    if kind in _NO_TEXT_INPUTS:
+        return None
+    value = attrs.get("value")
+    if kind in _BUTTON_INPUTS:
+        if value is None:
+            label = _BUTTON_INPUTS[kind]
+            return (label, None) if label else None
+        return value, "value"
+    if kind != "password" and value and value.strip():
+        return value, "value"
+    placeholder = attrs.get("placeholder")
+    if placeholder and placeholder.strip():
+        return placeholder, "placeholder"
+    return None
 
 
 def _nonspace(text: str) -> int:
@@ -512,6 +690,7 @@ class _Walker:
         limits: Limits,
     ) -> None:
         self.b = builder
+        self.fail: Callable[[str, str], None] = builder.fail  # a failed unit (the artifact's)
         self.limits = limits
         self.budget = budget
         self.source = source
@@ -521,7 +700,12 @@ class _Walker:
         self.typed: list[_Typed] = []
         self.items: list[_Item] = []  # open list items, outermost first
         self.done = 0  # items[:done] have their blocks; the rest are pending (always a suffix)
-        self.hidden = 0
+        self.hidden = 0  # hidden elements open (display: none and the like): their content is not looked at
+        self.shown = _Shown()
+        self.changes = self.shown.changes  # not empty inside an svg or an element that set visibility
+        self.mute = 0  # hidden + whether visibility or SVG hides the text here: text is read while it is 0
+        self.selects: list[set[int] | None] = []  # the open selects' shown options (_shown_options)
+        self.srcdoc_depth = 0
         self.pre = 0
         self.quote = 0
         self.list_depth = 0
@@ -557,7 +741,7 @@ class _Walker:
         data = node.text_content
         if not data:
             return
-        if self.hidden:
+        if self.mute:
             if self.source is not None and not data.isspace():
                 self.source.locate(data.strip(" \t\n\r\f"))
             return
@@ -587,7 +771,7 @@ class _Walker:
             if node.is_text_node:
                 data = node.text_content
                 if data:
-                    if self.hidden:
+                    if self.mute:
                         if source is not None and not data.isspace():
                             source.locate(data.strip(" \t\n\r\f"))
                     else:
@@ -628,22 +812,38 @@ class _Walker:
         if tag in _SKIP_SILENT:
             return False
         if self.hidden:
+            if tag in _SPECIAL:
+                if tag == "iframe":
+                    return False  # its content is raw text, no source run: nothing to step the cursor over
+                if tag == "input" and self.source is not None:
+                    self.source.input_tag()  # stepped over, as text in hidden content is
             self.frames.append(_F_INLINE)
             return True
         attrs = node.attributes
-        if tag in _SKIP_HIDDEN or (attrs and _is_hidden(tag, attrs)):
-            self.hidden += 1
-            self.frames.append(_F_HIDDEN)
+        if tag in _SKIP_HIDDEN or ((attrs or tag == "dialog") and _is_hidden(tag, attrs)):
+            if tag == "input" and self.source is not None:
+                self.source.input_tag()
+            self._hide()
             return True
         anchor = (attrs.get("id") or (attrs.get("name") if tag == "a" else None)) if attrs else None
         if tag == "br":
             self.pieces.append("\n" if self.pre else _BR)
             return False
         if tag not in _BLOCK:
+            if tag in _SPECIAL:
+                entered = self._special(node, tag, attrs)
+                if entered is not None:
+                    return entered
             self.frames.append(_F_INLINE)
+            if (attrs and "style" in attrs) or self.changes or tag == "svg":
+                self._shown(tag, attrs)
             if anchor:
                 self._anchor(anchor)
             return True
+        if self.selects and tag in _OPTIONS:
+            entered = self._special(node, tag, attrs)
+            if entered is not None:
+                return entered
         if self.pieces:
             self.flush()  # the run before this block ends here; an anchor on the block belongs to what follows
         if tag == "table" and not _is_layout_table(node, attrs):
@@ -677,9 +877,109 @@ class _Walker:
             self.frames.append(_F_QUOTE)
         else:
             self.frames.append(_F_BLOCK)
+        if (attrs and "style" in attrs) or self.changes:
+            self._shown(tag, attrs)
         if anchor:
             self._anchor(anchor)
         return True
+
+    def _hide(self) -> None:
+        """Enter an element whose content is not rendered."""
+        self.hidden += 1
+        self.mute += 1
+        self.frames.append(_F_HIDDEN)
+
+    def _shown(self, tag: str | None, attrs: dict[str, str | None]) -> None:
+        """Note the visibility (or SVG text) the element just entered sets (its frame is the last)."""
+        if self.shown.enter(len(self.frames), tag, attrs):
+            self.mute = self.hidden + self.shown.muted
+            if tag == "text" and self.shown.svg:
+                self.pieces.append(" ")  # each svg text is placed on its own
+
+    def _special(self, node: LexborNode, tag: str, attrs: dict[str, str | None]) -> bool | None:
+        """A form control or iframe: whether to go into it, or None to treat it as any other element."""
+        if tag == "input":
+            if not self.mute:
+                self._input(attrs)
+            elif self.source is not None:
+                self.source.input_tag()
+            return False
+        if tag == "iframe":
+            srcdoc = attrs.get("srcdoc") if attrs else None
+            if srcdoc is not None and not self.mute:
+                self._srcdoc(srcdoc)
+            return False  # the content of an iframe element is never shown
+        if tag == "select":
+            if self.mute:
+                return None
+            self.selects.append(_shown_options(node, attrs))
+            self.pieces.append(" ")
+            self.frames.append(_F_SELECT)
+            if (attrs and "style" in attrs) or self.changes:
+                self._shown(tag, attrs)
+            return True
+        # option, optgroup
+        if not self.selects or self.selects[-1] is None:
+            return None  # in a list box (or outside a select) each option is a line of its own
+        if tag == "option" and node.mem_id not in self.selects[-1]:
+            self._hide()  # a drop-down shows one option
+            return True
+        self.frames.append(_F_INLINE)
+        if (attrs and "style" in attrs) or self.changes:
+            self._shown(tag, attrs)
+        return True
+
+    def _input(self, attrs: dict[str, str | None]) -> None:
+        """The text an input shows, as a piece of the run (placed at its attribute's characters in the source)."""
+        shown = _input_text(attrs)
+        src = self.source
+        if shown is None:
+            if src is not None:
+                src.input_tag()
+            return
+        text, attr = shown
+        where = src.input_value(attr, text) if src is not None else None
+        text = text.replace("\x00", "")
+        if not text.strip():
+            return
+        pad = "" if self.pre else " "  # an input is a box of its own on the line
+        self.pieces.extend((pad, text, pad))
+        self.seen += 1
+        if where is None:
+            if self.first == -2:
+                self.first = -1
+            self.last = -1
+        else:
+            if self.first == -2:
+                self.first = where[0]
+            self.last = where[1]
+
+    def _srcdoc(self, srcdoc: str) -> None:
+        """An iframe's ``srcdoc`` document, read as blocks of its own. Its text is in an attribute value, where it
+        cannot be placed: its blocks are unplaced (char_start = char_end = -1)."""
+        if self.pieces:
+            self.flush()
+        if self.srcdoc_depth >= _MAX_SRCDOC_DEPTH:
+            self.fail(
+                "the srcdoc of an iframe",
+                f"not extracted: iframes nested more than {_MAX_SRCDOC_DEPTH} deep in srcdoc documents",
+            )
+            return
+        html, _ = cut_deep_nesting(srcdoc, self.limits.html_max_nesting_depth)
+        tree = LexborHTMLParser(html)
+        body = tree.body
+        if body is None:
+            return
+        source, self.source = self.source, None
+        sections = copy.deepcopy(self.sections)  # the frame's headings open no sections of the page
+        self.srcdoc_depth += 1
+        try:
+            self.walk(body)
+            self.flush()
+        finally:
+            self.source = source
+            self.sections = sections
+            self.srcdoc_depth -= 1
 
     def _anchor(self, anchor: str) -> None:
         """An id on the element just entered: a key of the block its text goes to (dropped if it has none)."""
@@ -693,10 +993,20 @@ class _Walker:
             _, anchor, seen = self.anchors.pop()
             if seen == self.seen and anchor in self.ids:  # an empty element: its id names no text
                 del self.ids[len(self.ids) - 1 - self.ids[::-1].index(anchor)]
+        if self.changes and self.changes[-1][0] == depth:
+            if self.shown.svg_text and node.tag == "text":
+                self.pieces.append(" ")
+            self.shown.leave(depth)
+            self.mute = self.hidden + self.shown.muted
         if kind == _F_INLINE:
             return
         if kind == _F_HIDDEN:
             self.hidden -= 1
+            self.mute -= 1
+            return
+        if kind == _F_SELECT:
+            self.selects.pop()
+            self.pieces.append(" ")
             return
         if self.pieces:
             self.flush()
@@ -893,7 +1203,7 @@ class _Walker:
         if reader.truncated:
             table_attrs["table_truncated"] = True
             where = f"the table at line {self._line(first)}" if first >= 0 else "a table"
-            self.b.fail(
+            self.fail(
                 f"cells of {where}",
                 f"not extracted: its spans ask for more than {self.limits.html_max_table_width:,} columns or "
                 f"{self.limits.html_max_table_cells:,} "
@@ -968,6 +1278,13 @@ class _TableReader:
         self.thead = 0
         self.hidden = 0
         self.frames: list[bool] = []  # per element gone into: whether it hid its content
+        self.shown = _Shown()  # the visibility the table is in, and what its elements change
+        self.shown.invisible, self.shown.svg, self.shown.svg_text = (
+            walker.shown.invisible,
+            walker.shown.svg,
+            walker.shown.svg_text,
+        )
+        self.selects: list[tuple[int, set[int] | None]] = []  # (frame, shown options) of the open selects
         self.first = -2
         self.last = -1
         self.ids: list[str] = []
@@ -984,14 +1301,29 @@ class _TableReader:
         if tag in _SKIP_SILENT:
             return False
         if self.hidden:
+            if tag in _SPECIAL:
+                if tag == "iframe":
+                    return False
+                if tag == "input" and self.w.source is not None:
+                    self.w.source.input_tag()
             self.hidden += 1
             self.frames.append(True)
             return True
         attrs = node.attributes
-        if _is_hidden(tag, attrs):
+        if _is_hidden(tag, attrs) or (
+            tag == "option"
+            and self.selects
+            and self.selects[-1][1] is not None
+            and node.mem_id not in self.selects[-1][1]
+        ):
+            if tag == "input" and self.w.source is not None:
+                self.w.source.input_tag()
             self.hidden += 1
             self.frames.append(True)
             return True
+        if tag in {"input", "iframe"}:
+            self._control(tag, attrs)
+            return False
         if attrs:
             anchor = attrs.get("id") or (attrs.get("name") if tag == "a" else None)
             if anchor:
@@ -1002,6 +1334,10 @@ class _TableReader:
                 target.append(" ")
             return False
         self.frames.append(False)
+        if tag == "select":
+            self.selects.append((len(self.frames), _shown_options(node, attrs)))
+        if (attrs and "style" in attrs) or self.shown.svg or tag == "svg":
+            self.shown.enter(len(self.frames), tag, attrs)
         if tag == "table":
             self.depth += 1
         if self.depth > 1 or tag not in _TABLE_PARTS:
@@ -1032,10 +1368,45 @@ class _TableReader:
             self.cell = []
         return True
 
+    def _control(self, tag: str, attrs: dict[str, str | None]) -> None:
+        """An input's text, or an iframe's srcdoc text (unplaced), into the cell or caption."""
+        target = None if self.shown.muted else self._target()
+        source = self.w.source
+        if tag == "iframe":
+            srcdoc = attrs.get("srcdoc") if attrs else None
+            if srcdoc is None or target is None:
+                return
+            text = _fragment_text(srcdoc, self.w.limits, self.w.srcdoc_depth + 1, self.w.b)
+            where = None
+        else:
+            shown = _input_text(attrs) if target is not None else None
+            if shown is None:
+                if source is not None:
+                    source.input_tag()
+                return
+            text, attr = shown
+            where = source.input_value(attr, text) if source is not None else None
+        if target is None or not text.strip():
+            return
+        target.append(f" {text} ")
+        if where is None:
+            if self.first == -2:
+                self.first = -1
+            self.last = -1
+        else:
+            if self.first == -2:
+                self.first = where[0]
+            self.last = where[1]
+
     def on_leave(self, node: LexborNode) -> None:
+        depth = len(self.frames)
         if self.frames.pop():
             self.hidden -= 1
             return
+        if self.selects and self.selects[-1][0] == depth:
+            self.selects.pop()
+        if self.shown.changes and self.shown.changes[-1][0] == depth:
+            self.shown.leave(depth)
         tag = node.tag
         nested = self.depth > 1
         if tag == "table":
@@ -1063,7 +1434,7 @@ class _TableReader:
         if not data:
             return
         source = self.w.source
-        if self.hidden:
+        if self.hidden or self.shown.muted:
             if source is not None and not data.isspace():
                 source.locate(data.strip(" \t\n\r\f"))
             return
@@ -1237,11 +1608,32 @@ def _walk_tree(tree: LexborHTMLParser, walker: _Walker) -> None:
     head = tree.head
     if head is not None and walker.source is not None:
         walker.hidden += 1
+        walker.mute += 1
         _traverse(head, lambda n: n.tag not in ("script", "style", "template"), lambda n: None, walker.on_text)
         walker.hidden -= 1
+        walker.mute -= 1
     body = tree.body
     walker.walk(body if body is not None else root)
     walker.flush()
+
+
+def _fragment_text(html: str, limits: Limits, srcdoc_depth: int, builder: ArtifactBuilder) -> str:
+    """The text an iframe's srcdoc shows, its blocks' texts joined by newlines (inside a table cell); past
+    ``_MAX_SRCDOC_DEPTH`` nested srcdoc documents, nothing, and a ``failed`` entry in ``builder``."""
+    if srcdoc_depth > _MAX_SRCDOC_DEPTH:
+        builder.fail(
+            "the srcdoc of an iframe",
+            f"not extracted: iframes nested more than {_MAX_SRCDOC_DEPTH} deep in srcdoc documents",
+        )
+        return ""
+    html, _ = cut_deep_nesting(html, limits.html_max_nesting_depth)
+    tree = LexborHTMLParser(html)
+    sub = ArtifactBuilder("html", parser=PARSER, parser_version=PARSER_VERSION, unit="chars")
+    walker = _Walker(sub, OutputBudget(1 << 62, 0), None, None, limits)
+    walker.srcdoc_depth = srcdoc_depth
+    walker.fail = builder.fail
+    _run(tree, walker)
+    return "\n".join(b["text"] for b in sub.blocks if b["text"])
 
 
 def visible_text(html: str, limits: Limits) -> tuple[str, bool]:
