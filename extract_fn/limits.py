@@ -49,6 +49,12 @@ class Limits:
     html_max_nesting_depth: int = _limit(
         10_000, "nested tags; deeper ones are read as plain text containers (Lexbor: ~1 s here, minutes at 200,000)"
     )
+    html_max_select_options: int = _limit(
+        2_000,
+        "options of one select kept as options (Lexbor's cost grows with the square of a select's options: 20,000 "
+        "took 3 s, 50,000 28 s); past it their tags are blanked and their text is loose",
+    )
+    html_max_options: int = _limit(20_000, "options kept as options in all of a page's selects (see the above)")
     html_max_title_chars: int = _limit(2000, "characters of the document title kept in attrs")
     html_max_table_cells: int = _limit(
         1_000_000, "slots in one table's grid (colspan/rowspan can ask for far more than the source holds)"

@@ -68,6 +68,19 @@ def _artifact(pool: WorkerPool, fmt: str, data: bytes) -> dict[str, Any]:
 # Complexity caps: an artifact, at once
 
 
+def test_html_select_of_100000_options_is_parsed_in_linear_time(pool: WorkerPool) -> None:
+    """1.6 MB: Lexbor runs the selectedness rules over a select's options as each is inserted (50,000 took 28 s
+    to parse); past ``html_max_select_options`` the option tags are blanked, their text kept."""
+    options = "".join(f"<option>o{i}</option>" for i in range(100_000))
+    artifact = _artifact(pool, "html", f"<p>Pick one</p><select>{options}</select><p>after</p>".encode())
+    texts = [b["text"] for b in artifact["blocks"]]
+    assert texts[0] == "Pick one"
+    assert texts[-1] == "after"
+    assert "o99999" in texts[1]
+    blanked = 100_000 - LIMITS.html_max_select_options
+    assert any(w.startswith(f"{blanked:,} options of long selects") for w in artifact["warnings"])
+
+
 def test_markdown_html_block_of_300000_nested_divs_gets_a_depth_cap(pool: WorkerPool) -> None:
     """3.3 MB; Lexbor's cost grows with depth squared (100,000 took 11-30 s here, 300,000 minutes) before markdown's
     HTML blocks got a depth cap (now ``markdown_html_max_nesting_depth``: past it, tags dropped, text kept)."""
