@@ -496,7 +496,8 @@ def annotated_pdf(*, bomb: bool = False) -> bytes:
         b" /F 2 /AP << /N 12 0 R >> >>",
         _pdf_stream(b"BT /F1 12 Tf 72 700 Td (Full name:) Tj ET BT /F1 12 Tf 72 400 Td (Submit) Tj ET"),
         _pdf_stream(
-            b"/X0 Do /X0 Do", b"/Type /XObject /Subtype /Form /BBox [0 0 10 10] /Resources << /XObject << /X0 9 0 R >> >>"
+            b"/X0 Do /X0 Do",
+            b"/Type /XObject /Subtype /Form /BBox [0 0 10 10] /Resources << /XObject << /X0 9 0 R >> >>",
         ),
         appearance(b"Margaret Hamilton", b"/X0 Do " if bomb else b""),
         appearance(b"Approved by legal"),
