@@ -300,6 +300,51 @@ def test_embedded_files_are_said_lost() -> None:
     ]
 
 
+def _layered_pdf(config: bytes, names: tuple[bytes, bytes] = (b"Reviewed", b"Draft")) -> bytes:
+    """A page whose content draws a line outside any layer, one in layer 5 and one in layer 6 (marked content
+    ``/OC /L1 BDC``, as layout programs write layers), under the default configuration ``config``."""
+    from tests import hostile_inputs as hi
+
+    content = (
+        b"BT /F1 12 Tf 72 720 Td (Always shown.) Tj ET "
+        b"/OC /L1 BDC BT /F1 12 Tf 72 690 Td (In the first layer.) Tj ET EMC "
+        b"/OC /L2 BDC BT /F1 30 Tf 72 400 Td (DRAFT NOT FOR RELEASE) Tj ET EMC"
+    )
+    return hi._pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R /OCProperties << /OCGs [5 0 R 6 0 R] /D << %s >> >> >>" % config,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 7 0 R"
+            b" >> /Properties << /L1 5 0 R /L2 6 0 R >> >> >>",
+            hi._pdf_stream(content),
+            b"<< /Type /OCG /Name (%s) >>" % names[0],
+            b"<< /Type /OCG /Name (%s) >>" % names[1],
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "names", "shown"),
+    [
+        (b"/ON [5 0 R] /OFF [6 0 R]", (b"Reviewed", b"Draft"), ["Always shown.", "In the first layer."]),
+        (b"/BaseState /OFF /ON [6 0 R]", (b"Reviewed", b"Draft"), ["Always shown.", "DRAFT NOT FOR RELEASE"]),
+        (b"/OFF [6 0 R]", (b"Same", b"Same"), ["Always shown.", "In the first layer.", "DRAFT NOT FOR RELEASE"]),
+        (b"", (b"Reviewed", b"Draft"), ["Always shown.", "In the first layer.", "DRAFT NOT FOR RELEASE"]),
+    ],
+    ids=["off_listed", "base_state_off", "name_shared_with_a_shown_layer", "all_on"],
+)
+def test_text_in_a_layer_the_viewer_hides_is_not_read(
+    config: bytes, names: tuple[bytes, bytes], shown: list[str]
+) -> None:
+    """pdfium reads every text object whatever its layer; a viewer draws a layer only when the default configuration
+    leaves it on. A hidden draft watermark was read, as the page's largest heading. A layer whose name a shown one
+    shares cannot be told apart through pdfium's marks: it is read."""
+    a = run(_layered_pdf(config, names))
+    assert sorted(b["text"] for b in a["blocks"]) == sorted(shown)
+    assert a["coverage"]["complete"] is True
+
+
 def test_scanned_page_is_failed_unit_and_loses_ocr() -> None:
     scan = "q 500 0 0 700 50 50 cm /Im1 Do Q\n"
     a = run(make_pdf([body_lines(72, 700, LOREM[:1]), scan, ""]))

@@ -79,6 +79,7 @@ from extract_fn.formats import pdf_text, pdf_text_order
 from extract_fn.formats.frame import FormatContext, format_module
 from extract_fn.formats.output_budget import BudgetKind, OutputBudget
 from extract_fn.formats.pdf_forms import check_pages, forms_may_multiply
+from extract_fn.formats.pdf_layers import address, hidden_layer_names, hidden_text_objects
 from extract_fn.formats.pdf_matrix import apply as _apply
 from extract_fn.formats.pdf_matrix import mul as _mul
 from extract_fn.formats.pdf_page_count import declared_page_count
@@ -250,6 +251,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
         if n_pages > limits.pdf_max_pages:
             raise _too_many_pages(n_pages, limits.pdf_max_pages)
         form_pages = check_pages(data, limits.pdf_max_form_drawings) if forms_may_multiply(data) else None
+        hidden_layers = hidden_layer_names(data)  # None for a file whose layers are all shown (most)
         builder = ArtifactBuilder(
             "pdf",
             parser=PARSER,
@@ -275,7 +277,7 @@ def _body(ctx: FormatContext) -> dict[str, Any]:
                     PageResult(index + 1, status="skipped", reason=_forms_reason(limits.pdf_max_form_drawings))
                 )
                 continue
-            result = _read_page(pdf, index, limits, ocr)
+            result = _read_page(pdf, index, limits, ocr, hidden_layers)
             result.unreached_forms = bool(form_pages and index in form_pages.unreached)
             budget.charge(_estimate(result))
             pages.append(result)
@@ -401,7 +403,13 @@ def _read_outline(pdf: pdfium.PdfDocument, n_pages: int, max_entries: int) -> li
 # One page
 
 
-def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrReader | None = None) -> PageResult:
+def _read_page(
+    pdf: pdfium.PdfDocument,
+    index: int,
+    limits: Limits,
+    ocr: _OcrReader | None = None,
+    hidden_layers: frozenset[str] | None = None,
+) -> PageResult:
     result = PageResult(index + 1)
     try:
         page, flattened, result.attached = _with_annotations(pdf, index, pdf[index])
@@ -423,6 +431,8 @@ def _read_page(pdf: pdfium.PdfDocument, index: int, limits: Limits, ocr: _OcrRea
         n = R.FPDFText_CountChars(raw)
         text = _page_text(raw, n) if n > 0 else ""
         result.unmapped = text.count("\x00")
+        if hidden_layers:
+            text = _without_hidden_layers(page.raw, raw, text, hidden_layers, limits.pdf_max_form_depth)
         if not text.strip():
             drawn = _drawn(page.raw, limits.pdf_max_form_depth)
             if drawn is not None:
@@ -495,6 +505,19 @@ def _overlap(a: Seg, b: Seg) -> float:
     h = min(a.y1, b.y1) - max(a.y0, b.y0)
     smaller = min((a.x1 - a.x0) * (a.y1 - a.y0), (b.x1 - b.x0) * (b.y1 - b.y0))
     return w * h / smaller if w > 0 and h > 0 and smaller > 0 else 0.0
+
+
+def _without_hidden_layers(page_raw: Any, raw: Any, text: str, names: frozenset[str], max_depth: int) -> str:
+    """``text`` with the characters of text objects in a hidden layer (``pdf_layers``) made NUL, which the segments
+    leave out (index-aligned still, as for unmapped glyphs)."""
+    hidden = hidden_text_objects(page_raw, names, max_depth)
+    if not hidden:
+        return text
+    out = list(text)
+    for i in range(len(out)):
+        if address(R.FPDFText_GetTextObject(raw, i)) in hidden:
+            out[i] = "\x00"
+    return "".join(out)
 
 
 def _page_text(raw: Any, n: int) -> str:
