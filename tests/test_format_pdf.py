@@ -345,6 +345,18 @@ def test_text_in_a_layer_the_viewer_hides_is_not_read(
     assert a["coverage"]["complete"] is True
 
 
+def test_text_drawn_past_the_page_edge_is_not_read() -> None:
+    """Text placed outside the page's box (below it, right of it, or upright on a page shown turned) is never shown
+    by a viewer: it was read as ordinary paragraphs (hidden keyword stuffing reads so)."""
+    hidden = text_op(72, -200, "below the page") + text_op(700, 400, "right of the page")
+    a = run(
+        make_pdf([body_lines(72, 700, LOREM[:1]) + hidden, body_lines(72, 700, LOREM[1:2]) + hidden], rotate={1: 90})
+    )
+    assert [b["text"] for b in a["blocks"]] == [LOREM[0], LOREM[1]]
+    edge = text_op(600, 400, "straddles the edge")  # begins on the page: shown in part, read
+    assert [b["text"] for b in run(make_pdf([edge]))["blocks"]] == ["straddles the edge"]
+
+
 def test_scanned_page_is_failed_unit_and_loses_ocr() -> None:
     scan = "q 500 0 0 700 50 50 cm /Im1 Do Q\n"
     a = run(make_pdf([body_lines(72, 700, LOREM[:1]), scan, ""]))

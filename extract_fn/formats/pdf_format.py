@@ -442,7 +442,7 @@ def _read_page(
         rotation = page.get_rotation() % 360
         objects = PageObjects(page.raw, limits)
         try:
-            segs = _segments(raw, text, rotation)
+            segs = _on_page(_segments(raw, text, rotation), page.get_bbox())
             if flattened:
                 segs = _without_overprints(segs)
             if segs:
@@ -484,6 +484,21 @@ def _with_annotations(pdf: pdfium.PdfDocument, index: int, page: pdfium.PdfPage)
         return page, False, attached
     page.close()  # pdfium's handle to the page is stale now: its content is the flattened one
     return pdf[index], True, attached
+
+
+def _on_page(segs: list[Seg], box: tuple[float, float, float, float]) -> list[Seg]:
+    """``segs`` without the runs drawn wholly outside the page's visible box (its crop box, as pdfium gives it): text
+    past the edge of the page, which a viewer never shows."""
+    frames: dict[int, tuple[float, float, float, float]] = {}
+    kept = []
+    for seg in segs:
+        visible = frames.get(seg.frame)
+        if visible is None:
+            visible = frames[seg.frame] = _box_to_frame(*box, _rot(seg.frame))
+        left, bottom, right, top = visible
+        if seg.x1 > left and seg.x0 < right and seg.y1 > bottom and seg.y0 < top:
+            kept.append(seg)
+    return kept if len(kept) < len(segs) else segs
 
 
 def _without_overprints(segs: list[Seg]) -> list[Seg]:
