@@ -489,6 +489,19 @@ def test_a_page_drawing_no_text_is_read_and_complete() -> None:
     assert a["coverage"]["complete"] is True
 
 
+def test_a_picture_whose_text_the_layer_covers_in_part_adds_the_rest() -> None:
+    """A scan whose invisible OCR layer covers its first lines only: Tesseract reads them and the rest as one
+    paragraph, mostly known, which was dropped whole (and the page said complete). Its new lines are kept."""
+    picture = ocr_pages.page("clean", dpi=200, seed=43, sentences=4, width_in=6.5, height_in=2.5, points=12)
+    lines = picture.text.split("\n")
+    covered, rest = " ".join(lines[:-1]), lines[-1]
+    a = run(_text_page_with_picture(picture, covered))
+    read = " ".join(b["text"] for b in a["blocks"] if "ocr" in b.get("attrs", {}))
+    recall, precision = ocr_pages.recall_precision(rest, read)
+    assert recall >= 0.9
+    assert precision >= 0.9  # the covered lines are not read again
+
+
 def test_a_picture_repeating_the_text_layer_adds_nothing() -> None:
     """A scan with its own invisible text layer (what OCR software writes): the image adds no block."""
     picture = ocr_pages.page("clean", dpi=200, seed=41, sentences=3, width_in=6.5, height_in=2.5, points=12)

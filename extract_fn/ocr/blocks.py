@@ -18,6 +18,7 @@ NOTHING_FOUND = "OCR found no text in this image"
 class OcrBlock:
     text: str
     attrs: dict[str, Any]  # {"ocr": {"engine", "version", "confidence"}}
+    lines: tuple[str, ...] = ()  # its lines (for a caller that keeps only some: ``pdf_pages.read_regions``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,5 +48,5 @@ def read(image: Image.Image, allowance: Allowance, *, dpi: int, started: float |
         allowance.charge(time.monotonic() - started)
         return OcrOutcome([], f"not read by OCR: {unreadable}")
     allowance.charge(time.monotonic() - started)
-    blocks = [OcrBlock(p.text, ocr_attrs(p.confidence)) for p in page.paragraphs]
+    blocks = [OcrBlock(p.text, ocr_attrs(p.confidence), p.lines) for p in page.paragraphs]
     return OcrOutcome(blocks, None if blocks else NOTHING_FOUND)

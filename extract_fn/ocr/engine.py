@@ -48,6 +48,7 @@ class OcrUnreadable(Exception):
 class OcrParagraph:
     text: str
     confidence: float  # mean word confidence, 0..100 (Tesseract's scale)
+    lines: tuple[str, ...] = ()  # its lines as Tesseract read them (the text is them joined by spaces)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +177,8 @@ def _recognize(image: Image.Image, dpi: int, deadline: float | None) -> tuple[Oc
                 continue
             if not text or not text.strip():
                 continue
-            out.append(OcrParagraph(" ".join(text.split()), _para_confidence(para, level)))
+            lines = tuple(" ".join(line.split()) for line in text.splitlines() if line.strip())
+            out.append(OcrParagraph(" ".join(text.split()), _para_confidence(para, level), lines))
     confidence = float(api.MeanTextConf()) if out else 0.0
     api.Clear()
     return OcrPage(out), confidence

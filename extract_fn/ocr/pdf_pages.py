@@ -99,6 +99,7 @@ MAX_REGIONS_PER_PAGE = 8
 _MIN_REGION_SHARE = 0.05  # of the page's area: smaller pictures are icons, logos, rules
 _MIN_CONFIDENCE = 70.0  # Tesseract's 0-100: below it a photo's texture reads as words
 _MIN_NEW_SHARE = 0.5  # of a paragraph's words the text layer must lack for it to count as new text
+_MIN_NEW_WORDS = 6  # words a run of new lines needs to be kept from a paragraph that is mostly not new
 _OBJECTS_WALKED = 20_000
 _TOUCH = 1.0  # points between two images that count as touching (a scan's strips abut)
 _JOINED_MAX = 500  # image boxes of a page joined where they touch (each pass is quadratic in them)
@@ -223,9 +224,27 @@ def read_regions(
             reason = outcome.reason
             break
         for block in outcome.blocks:
-            words = _words(block.text)
-            new = [w for w in words if w not in known]
-            confident = block.attrs["ocr"]["confidence"] * 100 >= _MIN_CONFIDENCE
-            if words and confident and len(new) >= _MIN_NEW_SHARE * len(words):
-                kept.append(block)
+            kept.extend(_new_text(block, known))
     return blocks.OcrOutcome(kept, reason)
+
+
+def _new_text(block: blocks.OcrBlock, known: set[str]) -> list[blocks.OcrBlock]:
+    """What of an OCR paragraph the text layer lacks: the paragraph, when at least half its words are new; else
+    each run of its lines that are mostly new and hold ``_MIN_NEW_WORDS`` words or more (Tesseract may read a
+    paragraph the layer covers and the next, which it does not, as one). Nothing when OCR is unsure of it."""
+    words = _words(block.text)
+    if not words or block.attrs["ocr"]["confidence"] * 100 < _MIN_CONFIDENCE:
+        return []
+    if sum(w not in known for w in words) >= _MIN_NEW_SHARE * len(words):
+        return [block]
+    out: list[blocks.OcrBlock] = []
+    run: list[str] = []
+    for line in (*block.lines, ""):  # "" ends the last run
+        line_words = _words(line)
+        if line_words and sum(w not in known for w in line_words) >= _MIN_NEW_SHARE * len(line_words):
+            run.append(line)
+            continue
+        if len(_words(" ".join(run))) >= _MIN_NEW_WORDS:
+            out.append(blocks.OcrBlock(" ".join(run), block.attrs, tuple(run)))
+        run = []
+    return out
