@@ -617,6 +617,12 @@ def test_corpus_figures_do_not_eat_text(corpus: Path) -> None:
     # a word broken at a line-end hyphen is whole again, and TeX's accent over a dotless i is one letter
     assert "dynamic languages" in text
     assert "naïve" in text
+    # a hyphen a compound holds stays when the line breaks at it ("stop-the-" "world", "IEEE-" "754"), and a word
+    # broken before a capital is still one word ("Trace-" "Monkey")
+    assert "stop-the-world" in text
+    assert "IEEE-754" in text
+    assert "TraceMonkey" in text
+    assert "Trace-Monkey" not in text
     b = run((corpus / "pdf/pdfplumber-federal-register-2020-17221.pdf").read_bytes())
     assert "Agência Nacional de Aviação Civil" in " ".join(x["text"] for x in b["blocks"])  # accents after letters
 

@@ -180,13 +180,19 @@ class Para:
 
     @property
     def text(self) -> str:
-        """The rows joined with spaces; a word broken at a line-end hyphen joined again ("lan-" "guages")."""
+        """The rows joined with spaces; a word broken at a line-end hyphen joined again ("lan-" "guages"), its hyphen
+        kept where it is part of the word (``_keeps_hyphen``: "state-of-the-" "art")."""
         if not any(r.hyph for r in self.rows[:-1]):
             return " ".join(r.text for r in self.rows)
         parts = []
-        for r in self.rows:
+        for r, after in zip(self.rows, [*self.rows[1:], None], strict=True):
             parts.append(r.text)
-            parts.append("" if r.hyph else " ")
+            if not r.hyph:
+                parts.append(" ")
+            elif after is not None and _keeps_hyphen(r.text, after.text):
+                parts.append("-")
+            else:
+                parts.append("")
         return "".join(parts[:-1])
 
     @property
@@ -200,6 +206,15 @@ class Para:
     @property
     def orient(self) -> int | str:
         return self.rows[0].orient
+
+
+def _keeps_hyphen(before: str, after: str) -> bool:
+    """Whether a hyphen at a line's end belongs to the word it breaks: the word has a hyphen already, between
+    letters (a compound, "state-of-the-" "art"; not a link's "%20-%20PK-"), or the next line goes on with a digit
+    ("COVID-" "19": hyphenation does not break before one). A capital after it is no sign: "Trace-" "Monkey" is
+    one word broken. Nor can a compound of two words be told from one word broken ("self-" "employed")."""
+    word = before.rsplit(" ", 1)[-1]
+    return ("-" in word and word.rsplit("-", 1)[-1].isalpha()) or after[:1].isdigit()
 
 
 @dataclass(slots=True)
@@ -852,9 +867,17 @@ def _mark_spaces(raw: Any, text: str, s: int, e: int, calls: _Calls) -> str:
     return " ".join(parts)
 
 
+_HYPHEN_MARK_RE = re.compile(r"(\S*)\ufffe(\s*)(.?)", re.S)  # pdfium's mark where a line-end hyphen was
+
+
+def _hyphen_mark(m: re.Match[str]) -> str:
+    before, space, after = m.groups()
+    return before + ("-" if _keeps_hyphen(before, after) else "") + space + after
+
+
 def _clean(text: str) -> str:
     if "\ufffe" in text:
-        text = text.replace("\ufffe", "")
+        text = _HYPHEN_MARK_RE.sub(_hyphen_mark, text)
     if "\x00" in text:
         text = text.replace("\x00", "")
     if "  " in text or not text.isprintable():  # (else its only whitespace is single spaces: nothing to fold)
