@@ -112,3 +112,36 @@ def test_a_later_zip_version_is_named_not_a_parser_failure() -> None:
     assert code is ErrorCode.CORRUPT
     assert "zip file version 9.5" in message, message
     assert "save it again" in message, message
+
+
+def _renamed(data: bytes, rename: dict[str, str]) -> bytes:
+    """``data``'s package with some members renamed (the relationships that name them left as they are)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            out.writestr(rename.get(info.filename, info.filename), src.read(info))
+    return buf.getvalue()
+
+
+def test_part_names_are_found_whatever_their_case() -> None:
+    """OPC part names compare case-insensitively: a relationship naming ``slides/slide1.xml`` finds
+    ``slides/Slide1.xml`` (PowerPoint opens such a deck). The slide was a failed unit, "missing from the package"."""
+    import docx
+    from pptx import Presentation
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Case test"
+    buf = io.BytesIO()
+    deck.save(buf)
+    data = _renamed(buf.getvalue(), {"ppt/slides/slide1.xml": "ppt/slides/Slide1.xml"})
+    a = extractor_for("pptx")(data, ExtractRequest(format="pptx"))
+    assert [b["text"] for b in a["blocks"]] == ["Case test"]
+    assert a["coverage"]["complete"] is True
+    document = docx.Document()
+    document.add_paragraph("Main part in capitals")
+    buf = io.BytesIO()
+    document.save(buf)
+    data = _renamed(buf.getvalue(), {"word/document.xml": "word/DOCUMENT.xml"})
+    a = extractor_for("docx")(data, ExtractRequest(format="docx"))
+    assert [b["text"] for b in a["blocks"]] == ["Main part in capitals"]

@@ -164,12 +164,26 @@ def _inflate_in_memory(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | No
     return out
 
 
+def member_info(zf: zipfile.ZipFile, name: str) -> zipfile.ZipInfo | None:
+    """The member a part name names, or None. OPC part names compare case-insensitively (ECMA-376 Part 2 9.1.1.1):
+    a relationship naming ``slides/slide1.xml`` finds ``slides/Slide1.xml`` (``open_package`` refuses a package
+    with two equivalent names, so the match is one)."""
+    try:
+        return zf.getinfo(name)
+    except KeyError:
+        pass
+    folded: dict[str, zipfile.ZipInfo] | None = getattr(zf, "_folded_names", None)
+    if folded is None:
+        folded = {part_name(info.filename).lower(): info for info in zf.infolist()}
+        zf._folded_names = folded  # type: ignore[attr-defined]  # the package's own index, built on first miss
+    return folded.get(part_name(name).lower())
+
+
 def read_member(zf: zipfile.ZipFile, name: str, kind: str) -> bytes:
     """A part's bytes, read no further than its declared size (a lying header cannot inflate more)."""
-    try:
-        info = zf.getinfo(name)
-    except KeyError:
-        raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} package has no part {name}") from None
+    info = member_info(zf, name)
+    if info is None:
+        raise ExtractionError(ErrorCode.CORRUPT, f"the {kind} package has no part {name}")
     fast = _inflate_in_memory(zf, info)
     if fast is not None:
         return fast
@@ -184,11 +198,7 @@ def read_member(zf: zipfile.ZipFile, name: str, kind: str) -> bytes:
 
 
 def has_member(zf: zipfile.ZipFile, name: str) -> bool:
-    try:
-        zf.getinfo(name)
-    except KeyError:
-        return False
-    return True
+    return member_info(zf, name) is not None
 
 
 T = TypeVar("T")

@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from extract_fn.formats.zipsafe import read_member
+from extract_fn.formats.zipsafe import member_info, read_member
 from extract_fn.limits import Limits
 from extract_fn.ocr.config import Allowance, enabled
 
@@ -77,9 +77,8 @@ class PictureReader:
             return []
         from PIL import Image
 
-        try:
-            info = self.zf.getinfo(member)
-        except KeyError:
+        info = member_info(self.zf, member)
+        if info is None:
             return []
         if info.file_size > 64 * 1024**2:
             return self._refuse(member, f"the picture file is {info.file_size:,} bytes")
