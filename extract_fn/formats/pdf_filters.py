@@ -15,6 +15,7 @@ non-hex byte and ending at ``>``; ASCII85's ``z`` and its end at the first byte 
 from __future__ import annotations
 
 import binascii
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ _LZW_WIDTHS: Final = {512 - 258: 10, 1024 - 258: 11, 2048 - 258: 12}  # table si
 _BYTES: Final = tuple(bytes((i,)) for i in range(256))
 _NOT_HEX: Final = bytes(b for b in range(256) if b not in b"0123456789abcdefABCDEF")
 _A85_SPACE: Final = b" \t\r\n"
+_A85_END: Final = re.compile(rb"[^!-uz]")  # where pdfium stops reading ASCII85 (spaces are taken out first)
 
 
 @dataclass(slots=True)
@@ -245,7 +247,8 @@ def _a85(chunks: Iterator[bytes]) -> Iterator[bytes]:
     carry = b""
     for chunk in chunks:
         text = chunk.translate(None, _A85_SPACE)
-        stop = next((i for i, c in enumerate(text) if not (33 <= c <= 117 or c == 122)), -1)
+        end = _A85_END.search(text)
+        stop = end.start() if end is not None else -1
         text = carry + (text if stop < 0 else text[:stop])
         out: list[bytes] = []
         pieces = text.split(b"z")
