@@ -16,6 +16,9 @@ Blocks, in reading order:
      paragraph of hidden text only makes no block (and counts as extracted, as an empty one);
    - ``w:sym``: the character its font draws (Symbol and Wingdings mapped, ``docx_numbering.SYMBOL_FONTS``, the
      map bullets are read with; ``F061`` in Symbol is α);
+   - a line, column or page break (``w:br``, ``w:cr``) is a newline;
+   - a deleted paragraph (its mark a tracked deletion, ``w:pPr/w:rPr/w:del``, and nothing of it shown) makes no
+     block and takes no list number;
 
    - ``heading``: a paragraph whose style (or its ``basedOn`` chain) is ``Title`` (depth 0) or ``heading N``
      (depth N), or that has an outline level (``w:outlineLvl`` 0-8: depth level + 1), in the paragraph or its
@@ -29,8 +32,12 @@ Blocks, in reading order:
    - a table: one ``paragraph`` block whose text is the rows (cells joined with `` | ``, rows with newlines) and
      ``attrs.table`` = ``{"columns": first row, "rows": the other rows}``, every row as wide as the table's grid.
      A cell merged into the one before it (the ``gridSpan`` columns past the first, or a ``vMerge`` continuation)
-     is ``null``: merged text is never repeated. A nested table's text is part of its cell's text; the drawings in
-     its cells (pictures, charts, diagrams, any depth) follow the table's block as blocks of their own, each with
+     is ``null``: merged text is never repeated. A continuation cell's own content (under a cell that starts or
+     continues the merge) is not read: Word does not draw it, and its paragraphs take no list number; they count
+     as extracted, and text there gives a warning. A continuation with no merge above it is an ordinary cell (the
+     standard ignores the value). A nested table's text is part of its cell's text, and so is a text box's in a
+     cell (its paragraphs with their list labels, its tables, its boxes); the drawings in its cells (pictures,
+     charts, diagrams, any depth, in a text box too) follow the table's block as blocks of their own, each with
      ``attrs.cell`` = ``[row, column]`` (0-based in the grid, row 0 is ``columns``);
    - right after the paragraph they are anchored in: the text of its text boxes and DrawingML shapes
      (``w:txbxContent``) as blocks with ``attrs.textbox = true``; its charts (``ooxml_chart``: ``attrs.chart``,
@@ -39,7 +46,10 @@ Blocks, in reading order:
      ``v:textpath``'s ``string``: Word's watermarks, "CONFIDENTIAL" in a header) with ``attrs.wordart = true``.
 
 2. then, with ``attrs.part``: headers and footers (``"header"``/``"footer"``, once per part, in the order the
-   sections reference them), footnotes (``"footnote"``), endnotes (``"endnote"``) and comments (``"comment"``,
+   sections reference them; those Word shows: a section's first-page ones only with ``w:titlePg``, even-page ones
+   only with ``w:evenAndOddHeaders`` in ``settings.xml``, a type a section does not reference inherited from the
+   section before; a legacy ``w:pgNum`` shows nothing, the page being unknown), footnotes (``"footnote"``),
+   endnotes (``"endnote"``) and comments (``"comment"``,
    with ``attrs.author``). These have no section path (they belong to no heading). A cited footnote or endnote
    leads with the mark Word prints (numbered in citation order from the start value, ``w:numStart``, again from it
    in each section whose ``w:numRestart`` is eachSect (eachPage reads as continuous: pages are not known), in the
@@ -673,7 +683,7 @@ def _leaf(kind: int, el: Any, inline: Inline, out: list[str]) -> None:
     if kind == _SIMPLE:
         out.append(_SIMPLE_INLINE[local(el.tag)])
     elif kind == _BREAK:
-        out.append("" if _attr(el, "type") == "page" else "\n")
+        out.append("\n")  # a line, column or page break: the text on either side is not one line
     elif kind == _NOTE_REF:
         if not _on(_attr(el, "customMarkFollows")):
             inline.notes.append((local(el.tag)[:-9], _attr(el, "id") or ""))
@@ -763,6 +773,12 @@ def _inline(p: Any, story: _Story, styles: _Styles) -> Inline:
     return inline
 
 
+def _mark_deleted(ppr: Any | None) -> bool:
+    """Whether a paragraph's mark is a tracked deletion (``w:del`` or ``w:moveFrom`` in its ``w:pPr/w:rPr``)."""
+    rpr = next(ppr.iterchildren(*T_RPR), None) if ppr is not None else None
+    return rpr is not None and any(local(c.tag) in ("del", "moveFrom") for c in rpr)
+
+
 def _on(value: str | None) -> bool:
     return value in ("1", "true", "on")
 
@@ -771,13 +787,13 @@ def _clean(text: str) -> str:
     return text.replace("\x00", "").strip()
 
 
-def _span(tc: Any) -> tuple[int, bool]:
-    """(gridSpan, is a vMerge continuation) of a cell."""
+def _span(tc: Any) -> tuple[int, str | None]:
+    """(gridSpan, ``w:vMerge``: "restart", "continue" or None) of a cell."""
     pr = next((c for c in tc if c.tag in T_TCPR), None)  # its first child: no tag matcher built for it
     if pr is None:
-        return 1, False
+        return 1, None
     span = 1
-    cont = False
+    merge = None
     for c in pr:  # in order: the last of each counts
         name = local(c.tag)
         if name == "gridSpan":
@@ -786,8 +802,13 @@ def _span(tc: Any) -> tuple[int, bool]:
             except ValueError:
                 span = 1
         elif name == "vMerge":
-            cont = (_attr(c, "val") or "continue") != "restart"
-    return span, cont
+            merge = "restart" if _attr(c, "val") == "restart" else "continue"
+    return span, merge
+
+
+def _covered_text(tc: Any) -> bool:
+    """Whether a covered cell (a vMerge continuation) holds text of its own (which Word does not show)."""
+    return any((t.text or "").strip() for t in tc.iter(*T_T))
 
 
 _GRID_SKIPS = frozenset({"gridBefore", "gridAfter"})
@@ -863,6 +884,7 @@ class _Doc:
         self.drawings: dict[str, int] = {}  # charts, diagrams, objects: each kind numbered in reading order
         self.in_cells: list[tuple[Drawing, int, int]] = []  # drawings of the table being read, with their cell
         self.cell = (0, 0)  # the top-level cell being read (row, column of the table's grid)
+        self.covered = 0  # covered cells (vMerge continuations) holding text of their own, not read
         self.sections: list[Any] = []  # the body's w:sectPr, in order
         self.settings: str | None = None  # the settings part (read at the first note mark)
         self.note_rules: list[dict[str, NoteRule]] | None = None  # each section's note numbering (at the first mark)
@@ -878,21 +900,38 @@ class _Doc:
     # -- tables
 
     def table_rows(self, tbl: Any, depth: int = 0) -> list[list[str | None]]:
+        """The table's rows of cell text, each as wide as its grid. A ``w:vMerge`` continuation cell under a cell
+        that starts or continues a merge in the row above (the same first grid column) is covered: ``None``, its
+        own content not read (Word does not draw it, and its paragraphs take no list number; they count as
+        extracted, and text there is a warning). A continuation with no merge above it is ignored, as the
+        standard says: the cell is read as any other."""
         if depth > 64:
             raise ExtractionError(ErrorCode.CORRUPT, "the docx file nests tables more than 64 deep")
         rows: list[list[str | None]] = []
+        merging: set[int] = set()  # first grid columns of the cells of the row above that start or continue a merge
         for tr in _children_through(tbl, T_TR):
             before, after = _grid_skips(tr)
             row: list[str | None] = [None] * before
+            below: set[int] = set()
             for tc in _children_through(tr, T_TC):
-                span, cont = _span(tc)
+                span, merge = _span(tc)
+                col = len(row)
                 if depth == 0:
-                    self.cell = (len(rows), len(row))
-                text = None if cont else self.cell_text(tc, depth)
+                    self.cell = (len(rows), col)
+                if merge is not None and (merge == "restart" or col in merging):
+                    below.add(col)
+                if merge == "continue" and col in merging:
+                    self.paragraphs += sum(1 for _ in tc.iter(*T_P))
+                    if _covered_text(tc):
+                        self.covered += 1
+                    text = None
+                else:
+                    text = self.cell_text(tc, depth)
                 row.append(text)
                 row.extend([None] * (span - 1))
             row.extend([None] * after)
             rows.append(row)
+            merging = below
         width = max((len(r) for r in rows), default=0)
         for r in rows:
             r.extend([None] * (width - len(r)))
@@ -900,7 +939,14 @@ class _Doc:
 
     def cell_text(self, tc: Any, depth: int) -> str:
         parts: list[str] = []
-        for el, kind in _blocks_in(tc):
+        self.cell_parts(tc, depth, parts)
+        return "\n".join(parts)
+
+    def cell_parts(self, container: Any, depth: int, parts: list[str]) -> None:
+        """The text of a cell's (or a text box's in it) paragraphs and tables, in order, into ``parts``: list labels
+        lead their paragraph; a text box is read in place, the way the body reads one (its paragraphs, tables and
+        boxes), a story of its own; drawings (any depth) go to ``in_cells``, blocks after the table's."""
+        for el, kind in _blocks_in(container):
             if kind == BLOCK_ALT_CHUNK:
                 self.alt_chunk()
                 continue
@@ -914,17 +960,14 @@ class _Doc:
             if t:
                 parts.append(t)
             for box in inline.boxes:
-                story = _Story()  # a text box is a story of its own
-                for bp, bkind in _blocks_in(box):
-                    if bkind == BLOCK_P:
-                        self.paragraphs += 1
-                        bt = _clean(_inline(bp, story, self.styles).text)
-                        if bt:
-                            parts.append(bt)
+                outer, self.story = self.story, _Story(next(box.iter(*T_VANISH), None) is not None)
+                try:
+                    self.cell_parts(box, depth, parts)
+                finally:
+                    self.story = outer
             parts.extend(inline.wordart)
             if inline.drawings:
                 self.in_cells.extend((d, *self.cell) for d in inline.drawings)  # blocks after the table's
-        return "\n".join(parts)
 
     # -- note marks
 
@@ -1003,6 +1046,8 @@ class _Doc:
         """``numbered`` of a paragraph's cited text, cleaned."""
         if inline.ppr is None and not inline.notes:  # no properties, no note marks: its text as it is
             return _clean(inline.text), None, None
+        if not inline.boxes and not inline.drawings and not _clean(inline.text) and _mark_deleted(inline.ppr):
+            return "", None, None  # a deleted paragraph (its mark and all it shows): gone, so it takes no number
         text, depth, info = self.numbered(inline.ppr, self.cite(inline))
         return _clean(text), depth, info
 
@@ -1212,18 +1257,43 @@ def _part_rels(doc: _Doc, part: str) -> dict[str, str]:
 
 
 def _headers_footers(doc: _Doc, root: Any, by_type: dict[str, list[str]]) -> bool:
-    """Headers and footers, once per part, in the order the sections reference them (then any unreferenced)."""
+    """Headers and footers Word shows, once per part, in the order the sections reference them (then any part no
+    section references). A section shows its default header and footer; its first-page ones only with
+    ``w:titlePg``, the even-page ones only with ``w:evenAndOddHeaders`` in ``settings.xml``; a type a section does
+    not reference is the previous section's. A part only an unshown reference names is not read (Word never shows
+    it)."""
     seen: set[str] = set()
     refs: list[tuple[str, str, str]] = []  # (part kind, header type, member)
     main_rels = dict(doc.rels)
-    for sect in root.iter(*_tags("sectPr")):
+    even_odd: bool | None = None  # settings.xml's w:evenAndOddHeaders, read at the first even reference
+    current: dict[tuple[str, str], str] = {}  # (part kind, type) -> the member the section in reading order has
+    referenced: set[str] = set()
+    for sect in doc.sections:
+        own: list[tuple[str, str]] = []
+        title_pg = False
         for ref in sect:
             name = local(ref.tag)
             if name in ("headerReference", "footerReference"):
                 target = main_rels.get(r_attr(ref, "id") or "")
-                if target and target not in seen:
-                    seen.add(target)
-                    refs.append((name[:6], _attr(ref, "type") or "default", target))
+                if target:
+                    key = (name[:6], _attr(ref, "type") or "default")
+                    current[key] = target
+                    referenced.add(target)
+                    own.append(key)
+                    if key[1] == "even" and even_odd is None:
+                        settings = _optional_part(doc.zf, doc.settings)
+                        even_odd = settings is not None and any(
+                            _toggle(c) for c in settings if local(c.tag) == "evenAndOddHeaders"
+                        )
+            elif name == "titlePg":
+                title_pg = _toggle(ref)
+        shown = {"default"} | ({"first"} if title_pg else set()) | ({"even"} if even_odd else set())
+        for key in own + list(current):  # its own in order, then those it inherits (in the order first seen)
+            target = current[key]
+            if key[1] in shown and target not in seen:
+                seen.add(target)
+                refs.append((key[0], key[1], target))
+    seen |= referenced  # referenced by a section that does not show it: not read as an unreferenced part either
     for rtype in ("header", "footer"):
         for target in by_type.get(rtype, []):
             if target not in seen:
@@ -1332,6 +1402,11 @@ def _finish(doc: _Doc, root: Any, cut: bool) -> dict[str, Any]:
         total = max(sum(1 for _ in root.iter(*T_P)), extracted + 1)
         builder.warn("the artifact reached its output size limit; the rest of the document was not extracted")
         builder.fail(f"paragraphs {extracted + 1}-{total}", CUT_REASON)
+    if doc.covered:
+        builder.warn(
+            f"{doc.covered} vertically merged table cell(s) covered by the cell above hold text of their own, "
+            "which Word does not show; it was not read"
+        )
     report_pictures(builder, doc.pictures)
     if doc.ocr is not None:
         doc.ocr.finish(builder)
