@@ -55,6 +55,15 @@ Decisions (documented for the artifact's readers):
   1904-01-01; 1900 system: the text ``1900-01-00``, as Excel shows it), serial 60 of the 1900 system the text
   ``1900-02-29``, a negative serial the number (Excel shows ``########``), each text or number with a warning.
   A column of several kinds is ``mixed``, its numbers then JSON numbers. Empty cells are null; errors fit any type.
+* **Outside the cells**: after each sheet's row blocks come ``paragraph`` blocks (``locator.sheet``) for what Excel
+  shows besides the cells' values: pictures placed in cells (``xlsx_richdata``; the cell is null, the table's
+  ``attrs.cell_pictures`` lists them), notes and comment threads, the background picture, the drawing's charts, text
+  boxes, pictures and SmartArt (``xlsx_drawings``), and the page header and footer (``xlsx_notes``). They are extra
+  blocks, no units: a part that cannot be read, or an object this service does not read, is a failed unit; pictures
+  whose pixels are not read make ``image_text`` lost. Their parts are read only when the sheet's relationships (or,
+  for rich values, the workbook's) name them. Data-validation lists (the choices a cell's drop-down offers when it is
+  opened) are not read: they are no part of what the sheet shows, and a list is most often a range of cells, read
+  as cells.
 * **Coverage** counts data rows (unit ``rows``) over all sheets; a table cut to fit the output budget says so in
   coverage and a warning.
 """
@@ -92,6 +101,7 @@ from extract_fn.formats.table_values import (
     shared_texts,
     value_text,
 )
+from extract_fn.formats.textblocks import OUTPUT_LIMIT_REASON
 from extract_fn.formats.xlsx_cells import (
     Restored,
     column_sources,
@@ -100,8 +110,10 @@ from extract_fn.formats.xlsx_cells import (
     style_classes,
     suspect_rows,
 )
-from extract_fn.formats.xlsx_charts import add_sheet_charts
+from extract_fn.formats.xlsx_drawings import Book, add_background, add_sheet_drawings
 from extract_fn.formats.xlsx_extent import box_cells
+from extract_fn.formats.xlsx_notes import Persons, add_header_footer, add_sheet_comments, header_footer
+from extract_fn.formats.xlsx_richdata import MAX_LISTED, RichCell, RichValues
 from extract_fn.formats.zipsafe import is_xml_name, part_name, read_member, refuse_member_dtd, with_package
 from shared.artifact_builder import ArtifactBuilder, clean_str, make_locator
 from shared.contract import INT64_MAX, INT64_MIN, ErrorCode, ExtractionError
@@ -132,6 +144,9 @@ _ERROR_TYPE = re.compile(rb"\st\s*=\s*[\"']e[\"']")
 _QUOTED_E: Final = (b'"e', b"'e")  # every match of _ERROR_TYPE holds one of them (two scans, not four: 37 ms each)
 _REF_ATTR = re.compile(rb"\br\s*=\s*[\"']([A-Za-z]{1,3})([0-9]{1,7})[\"']")
 _V = re.compile(rb"<" + _PREFIX + rb"v(?:\s[^>]*)?>(.*?)</" + _PREFIX + rb"v>", re.DOTALL)
+_VM_ATTR = re.compile(rb"\bvm\s*=\s*[\"']([0-9]{1,9})[\"']")
+_ROW_OR_CELL = re.compile(rb"<" + _PREFIX + rb"(row|c)\b([^>]*?)(/?)>")
+_ROW_NUMBER = re.compile(rb"\br\s*=\s*[\"']([0-9]{1,7})[\"']")
 
 
 def _parser_version() -> str:
@@ -229,6 +244,7 @@ class WorkbookInfo:
     date1904: bool = False
     full_calc_on_load: bool = False  # calcPr fullCalcOnLoad: the saved formula results are to be recomputed
     styles_part: str | None = None
+    rels: dict[str, tuple[str, str]] = field(default_factory=dict)  # the workbook part's relationships
 
 
 def read_workbook_info(pkg: Package) -> WorkbookInfo:
@@ -248,7 +264,7 @@ def read_workbook_info(pkg: Package) -> WorkbookInfo:
     for _rtype, target in rels.values():  # calamine reads these whatever their names end with
         if pkg.has(target) and not is_xml_name(target):
             _check_prolog(pkg, target)
-    info = WorkbookInfo()
+    info = WorkbookInfo(rels=rels)
     info.styles_part = next((t for rtype, t in rels.values() if rtype.endswith("/styles") and pkg.has(t)), None)
     for el in root.iter():
         local = _local(el.tag)
@@ -290,8 +306,9 @@ def cell_ref(row: int, col: int) -> str:
     return f"{col_letters(col)}{row + 1}"
 
 
-def _scan_errors(xml: bytes) -> dict[tuple[int, int], str]:
-    """(row, col) 0-based -> the error text, for cells of type e."""
+def _scan_errors(xml: bytes, rich: dict[tuple[int, int], int] | None = None) -> dict[tuple[int, int], str]:
+    """(row, col) 0-based -> the error text, for cells of type e; ``rich`` (when given) gets each such cell's ``vm``
+    (a rich value's metadata: a picture in the cell, ``xlsx_richdata``)."""
     out: dict[tuple[int, int], str] = {}
     # Most sheets hold no error cell. The regex has no literal to skip ahead by (0.3 s on a 37 MB sheet): the quoted
     # ``e`` it needs, one of four spellings, is found first by bytes.find (a few times faster).
@@ -299,12 +316,48 @@ def _scan_errors(xml: bytes) -> dict[tuple[int, int], str]:
         return out
     for m in _ERROR_CELL.finditer(xml):
         ref = _REF_ATTR.search(m.group(1))
-        v = _V.search(m.group(2))
-        if ref is None or v is None:
+        if ref is None:  # placed by position, as calamine places it: the whole sheet is walked (rare)
+            return _positional_errors(xml, rich)
+        _error_cell(m, (int(ref.group(2)) - 1, col_index(ref.group(1).decode())), out, rich)
+    return out
+
+
+def _error_cell(
+    m: re.Match[bytes], where: tuple[int, int], out: dict[tuple[int, int], str], rich: dict[tuple[int, int], int] | None
+) -> None:
+    v = _V.search(m.group(2))
+    if v is None:
+        return
+    text = html.unescape(v.group(1).decode("utf-8", "replace")).strip()
+    if text:
+        out[where] = text
+        if rich is not None:
+            vm = _VM_ATTR.search(m.group(1))
+            if vm is not None:
+                rich[where] = int(vm.group(1))
+
+
+def _positional_errors(xml: bytes, rich: dict[tuple[int, int], int] | None) -> dict[tuple[int, int], str]:
+    """``_scan_errors`` for a sheet with cells (or rows) without an ``r``: a row without one follows the row before,
+    a cell without one the cell before in its row (calamine's and Excel's reading)."""
+    out: dict[tuple[int, int], str] = {}
+    row, col = -1, -1
+    for m in _ROW_OR_CELL.finditer(xml):
+        attrs = m.group(2)
+        if m.group(1) == b"row":
+            r = _ROW_NUMBER.search(attrs)
+            row, col = (int(r.group(1)) - 1 if r is not None else row + 1), -1
             continue
-        text = html.unescape(v.group(1).decode("utf-8", "replace")).strip()
-        if text:
-            out[(int(ref.group(2)) - 1, col_index(ref.group(1).decode()))] = text
+        ref = _REF_ATTR.search(attrs)
+        if ref is not None:
+            row, col = int(ref.group(2)) - 1, col_index(ref.group(1).decode())
+        else:
+            col += 1
+        if m.group(3) or _ERROR_TYPE.search(attrs) is None:
+            continue
+        cell = _ERROR_CELL.match(xml, m.start())
+        if cell is not None and row >= 0:
+            _error_cell(cell, (row, col), out, rich)
     return out
 
 
@@ -557,6 +610,11 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
     total_rows = kept_rows = 0
     cached_formulas = 0
     second_look = SecondLook(pkg, wb_info)
+    parts = Book(
+        pkg.zf, pkg.names, lambda part: _rels(pkg, part), lambda part: _parse_xml(pkg, part), limits, pkg.charts
+    )
+    rich_values = RichValues(parts, wb_info.rels)
+    persons = Persons(parts, wb_info.rels)
     if wb_info.sheets and not meta:
         raise _corrupt(f"the workbook lists {len(wb_info.sheets)} sheets but none of them can be read")
     types = [str(m.typ).rsplit(".", 1)[-1].lower() for m in meta]
@@ -567,7 +625,8 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
         state = info.state if info is not None else _state_from_calamine(m)
         if typ != "worksheet":
             (chartsheets if typ == "chartsheet" else other_sheets).append(name)
-            _charts(builder, budget, pkg, name, info)
+            part_xml = pkg.read(info.part) if info is not None and info.part and pkg.has(info.part) else b""
+            _sheet_extras(builder, budget, parts, name, info=info, page_text=header_footer(part_xml), persons=persons)
             continue
         xml = b""
         if info is not None and info.part and pkg.has(info.part):
@@ -583,9 +642,11 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
             )
         # what calamine drops, read from the sheet's XML now, so the XML (often several times the file) is gone
         # before calamine's cells are (big.xlsx: 37 MB)
-        errors = _scan_errors(xml) if xml else {}
+        rich: dict[tuple[int, int], int] | None = {} if rich_values.present else None
+        errors = _scan_errors(xml, rich) if xml else {}
         formulas = _scan_formulas(xml, limits.xlsx_max_formulas) if xml else Formulas()
         cached_formulas += formulas.cached
+        page_text = header_footer(xml) if xml else None
         del xml
         try:
             sheet = book.get_sheet_by_name(name)
@@ -605,6 +666,7 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
             raise _corrupt(
                 f"sheet {name!r} of the xlsx workbook cannot be read: {' '.join(str(exc).split())[:300]}"
             ) from None
+        cell_pictures = _rich_cells(grid, start, errors, rich, rich_values)
         total, kept = _add_sheet(
             builder,
             budget,
@@ -617,9 +679,16 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
             errors=errors,
             formulas=formulas,
             second_look=second_look.sheet(info),
+            cell_pictures=cell_pictures,
         )
         del grid
-        _charts(builder, budget, pkg, name, info)
+        for cell, row, picture in cell_pictures:
+            locator = make_locator(sheet=name, row_start=row, row_end=row)
+            attrs = {"image": {"alt": picture.alt}, "cell": cell}
+            if not parts.picture(builder, budget, sheet=name, locator=locator, attrs=attrs, part=picture.part):
+                builder.fail(f"sheet {name!r} cell pictures", OUTPUT_LIMIT_REASON)
+                break
+        _sheet_extras(builder, budget, parts, name, info=info, page_text=page_text, persons=persons)
         total_rows += total
         kept_rows += kept
     if chartsheets:
@@ -632,20 +701,57 @@ def _extract(zf: zipfile.ZipFile, data: bytes, request: ExtractRequest) -> dict[
             "formula value(s) are the results saved in the file, which may be stale (some writers save 0 for every "
             "formula)"
         )
+    parts.finish(builder)
     builder.coverage(total=total_rows, extracted=kept_rows)
     return builder.build()
 
 
-def _charts(builder: ArtifactBuilder, budget: OutputBudget, pkg: Package, name: str, info: SheetInfo | None) -> None:
-    """The sheet's charts, after its rows (``xlsx_charts``; each chart part read once per workbook)."""
-    add_sheet_charts(
-        builder,
-        budget,
-        sheet=name,
-        part=info.part if info is not None else None,
-        io=(lambda part: _rels(pkg, part), lambda part: _parse_xml(pkg, part), pkg.has),
-        charts=pkg.charts,
-    )
+def _sheet_extras(
+    builder: ArtifactBuilder,
+    budget: OutputBudget,
+    book: Book,
+    name: str,
+    *,
+    info: SheetInfo | None,
+    page_text: bytes | None,
+    persons: Persons,
+) -> None:
+    """What the sheet shows besides its cells, after its rows: notes and comment threads, its background picture,
+    its drawings (charts, text boxes, pictures, SmartArt), then its page header and footer (``xlsx_notes``,
+    ``xlsx_drawings``). Parts are read only when the sheet's relationships name them."""
+    sheet_rels = book.rels(info.part) if info is not None and info.part and book.has(info.part) else {}
+    if sheet_rels:
+        add_sheet_comments(builder, budget, book, sheet=name, sheet_rels=sheet_rels, persons=persons)
+        add_background(builder, budget, book, sheet=name, sheet_rels=sheet_rels)
+        add_sheet_drawings(builder, budget, book, sheet=name, sheet_rels=sheet_rels)
+    add_header_footer(builder, budget, book, sheet=name, element=page_text)
+
+
+def _rich_cells(
+    grid: list[list[Any]],
+    start: tuple[int, int] | None,
+    errors: dict[tuple[int, int], str],
+    rich: dict[tuple[int, int], int] | None,
+    rich_values: RichValues,
+) -> list[tuple[str, int, RichCell]]:
+    """Error cells that hold a rich value (``xlsx_richdata``): a picture is taken out of ``errors`` (its cell is
+    null), a linked data type's display string replaces its error; returns the pictures as (cell, 1-based row,
+    picture), in row then column order."""
+    if not rich:
+        return []
+    r0, c0 = (start or (0, 0))[0], (start or (0, 0))[1]
+    out: list[tuple[str, int, RichCell]] = []
+    for (r, c), vm in sorted(rich.items()):
+        value = rich_values.cell(vm)
+        if value is None:
+            continue
+        del errors[(r, c)]
+        i, j = r - r0, c - c0
+        if 0 <= i < len(grid) and 0 <= j < len(grid[i]):
+            grid[i][j] = None if value.picture else value.text
+        if value.picture:
+            out.append((cell_ref(r, c), r + 1, value))
+    return out
 
 
 def _reraise_fatal(exc: BaseException) -> None:
@@ -671,6 +777,7 @@ def _add_sheet(
     errors: dict[tuple[int, int], str],
     formulas: Formulas,
     second_look: SheetLook | None = None,
+    cell_pictures: Sequence[tuple[str, int, RichCell]] = (),
 ) -> tuple[int, int]:
     """Add the sheet's table and row blocks; return (data rows, rows kept). ``grid`` is emptied once its values
     are in the table's columns."""
@@ -696,6 +803,10 @@ def _add_sheet(
         attrs["merged"] = refs
         if len(merged) > request.limits.xlsx_max_merged:
             attrs["merged_truncated"] = True
+    if cell_pictures:
+        attrs["cell_pictures"] = [{"cell": cell, "alt": p.alt} for cell, _row, p in cell_pictures[:MAX_LISTED]]
+        if len(cell_pictures) > MAX_LISTED:
+            attrs["cell_pictures_truncated"] = True
     if formulas.found:
         attrs["formulas"] = formulas.found
         if formulas.more:
