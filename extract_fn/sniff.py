@@ -4,8 +4,9 @@
 no OOXML package), ``xlsb`` (an Excel binary workbook), ``ole_encrypted`` (a password-protected OOXML file, which is
 an OLE compound file), ``doc``, ``xls``, ``ppt`` (legacy Office files), ``ole`` (another compound file), an image
 (``png``, ``jpeg``, ``gif``, ``webp``, ``tiff``, ``bmp``), ``gzip``, ``binary`` (other binary data), ``html`` (text
-that is a whole HTML document: it opens with ``<!DOCTYPE html`` or ``<html``, after a byte-order mark, white space, an
-XML declaration and comments) or ``text``; ``None`` for no bytes at all.
+that is a whole HTML document: it opens with a ``<!DOCTYPE html ...>`` or ``<html ...>`` tag, after a byte-order mark,
+white space, an XML declaration and comments, and markup follows that tag: another tag, a comment, or the end of the
+file, not prose) or ``text``; ``None`` for no bytes at all.
 
 ``check_format(data, fmt)`` raises ``format_mismatch`` when the content is plainly another format than the one asked
 for. It only decides what it can decide from signatures and byte statistics, and leaves every doubtful case to the
@@ -15,9 +16,13 @@ format module, which answers ``corrupt`` (or ``encoding``) for a damaged file of
   any encoding passes: UTF-8, UTF-16/32 with or without a byte-order mark, legacy single- and multi-byte codecs,
   ISO-2022 (which uses ESC), and text with a stray NUL or control byte.
 - the text formats are told apart only where the bytes say so beyond doubt: a whole HTML document is refused as
-  every other text format ("the file is html, not markdown"). Any other text is read as the format asked for (a
-  markdown file sent as text is text; HTML fragments are valid markdown), and a parser that cannot read it answers
-  ``corrupt`` (TOML).
+  every other text format ("the file is html, not markdown"), except a markdown file wrapped in an HTML document:
+  one whose sample holds a markdown block outside the markup (a line, not in a tag, comment, script, style, pre or
+  textarea, that opens an ATX heading ``# Title``, a list item ``- x`` / ``1. x`` or a code fence) is read as the
+  markdown it is (CommonMark reads the HTML around it as HTML blocks). A file that opens with the doctype and goes
+  on in prose ("<!DOCTYPE html> is the first line of ...") is no HTML document. Any other text is read as the
+  format asked for (a markdown file sent as text is text; HTML fragments are valid markdown), and a parser that
+  cannot read it answers ``corrupt`` (TOML).
 - pdf refuses another recognised format and plain text; a damaged PDF without its header is left to the module.
 - docx, pptx and xlsx refuse each other and every other recognised format, legacy Office files (.doc, .xls, .ppt:
   the OLE directory names their main stream) and .xlsb included; a zip that is no OOXML package and an encrypted
@@ -155,7 +160,7 @@ def check_format(data: bytes, fmt: str, *, encoding: str | None = None) -> None:
         if kind is None:
             if not looks_like_text(data, encoding=encoding):
                 kind = "binary"
-            elif fmt != "html" and is_html_document(data, encoding=encoding):
+            elif fmt != "html" and is_html_document(data, encoding=encoding, markdown_inside=fmt == "markdown"):
                 kind = "html"
             else:
                 return
@@ -412,17 +417,45 @@ def _bad_ratio(text: str, *, wide: bool) -> float:
 # A whole HTML document
 
 _HTML_PROLOG: Final = re.compile(r"\s*(?:<\?xml[^>]*\?>|<!--.*?-->)", re.DOTALL)
-_HTML_START: Final = re.compile(r"\s*(?:<!doctype\s+html|<html)(?:[\s>]|$)", re.IGNORECASE)
+_HTML_START: Final = re.compile(r"\s*(?:<!doctype\s+html|<html)(?=[\s>])[^<>]*>", re.IGNORECASE)
+_HTML_COMMENT: Final = re.compile(r"\s*<!--.*?-->", re.DOTALL)
+_HTML_MARKUP: Final = re.compile(r"\s*(?:</?[A-Za-z]|<[!?])")  # a tag, a declaration or comment, or a PI
+_HTML_END: Final = re.compile(r"\s*\Z")
 
 
-def is_html_document(data: bytes, *, encoding: str | None = None) -> bool:
-    """Whether the text opens as a whole HTML document: ``<!DOCTYPE html`` or ``<html``, after a byte-order mark, white
-    space, an XML declaration and comments. A fragment (``<p>``, ``<div>``), which markdown may hold, is not one."""
-    text = _head_text(data[:SAMPLE_BYTES], encoding).lstrip("\ufeff")
+# Markdown inside a document: its markup (raw-text elements, pre, comments, then every tag) blanked, a line that
+# opens a markdown block HTML text hardly does: an ATX heading, a bullet or ordered list item, a code fence.
+_HTML_OPAQUE: Final = re.compile(
+    r"<(script|style|pre|textarea|xmp|template)(?=[\s/>]).*?(?:</\1\s*>|\Z)|<!--.*?(?:-->|\Z)", re.I | re.S
+)
+_HTML_TAG: Final = re.compile(r"</?[A-Za-z][^>]*>?|<[!?][^>]*>?")
+_MARKDOWN_BLOCK: Final = re.compile(r"^ {0,3}(?:#{1,6}[ \t]+\S|[-*+][ \t]+\S|\d{1,9}[.)][ \t]+\S|```|~~~)", re.M)
+
+
+def is_html_document(data: bytes, *, encoding: str | None = None, markdown_inside: bool = False) -> bool:
+    """Whether the text opens as a whole HTML document: a ``<!DOCTYPE html ...>`` or ``<html ...>`` tag, after a
+    byte-order mark, white space, an XML declaration and comments, followed by markup (a tag, a comment) or the end
+    of the file. A fragment (``<p>``, ``<div>``), which markdown may hold, is not one, nor text that opens with the
+    doctype and goes on in prose ("<!DOCTYPE html> is the first line of every page"). With ``markdown_inside``, nor
+    a document whose sample holds a markdown block outside its markup (``_MARKDOWN_BLOCK``): markdown wrapped in
+    ``<html><body>``."""
+    sample = data[:SAMPLE_BYTES]
+    text = _head_text(sample, encoding).lstrip("\ufeff")
     pos = 0
     while (m := _HTML_PROLOG.match(text, pos)) is not None and m.end() > pos:
         pos = m.end()
-    return _HTML_START.match(text, pos) is not None
+    start = _HTML_START.match(text, pos)
+    if start is None:
+        return False
+    pos = start.end()
+    while (m := _HTML_COMMENT.match(text, pos)) is not None:
+        pos = m.end()
+    if _HTML_MARKUP.match(text, pos) is None:
+        return len(sample) == len(data) and _HTML_END.match(text, pos) is not None
+    if markdown_inside:
+        rest = _HTML_TAG.sub("\x00", _HTML_OPAQUE.sub("\x00", text[pos:]))
+        return _MARKDOWN_BLOCK.search(rest) is None
+    return True
 
 
 def _head_text(sample: bytes, encoding: str | None) -> str:

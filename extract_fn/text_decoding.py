@@ -4,6 +4,11 @@ Order: a byte-order mark wins; then the format's own declaration (HTML meta char
 the format module; then the caller's ``encoding`` option; else strict UTF-8. What does not decode is the ``encoding``
 error, naming the byte offset. The BOM is not part of the decoded text, so character offsets start after it.
 
+A declaration read by a format whose labels are WHATWG's (HTML: ``decode_text(..., whatwg=True)``) decodes as the
+WHATWG Encoding Standard does where it differs from Python's codec: its windows-1252 (``iso-8859-1``, ``ascii``,
+``windows-1252`` and the other labels a browser reads as it) maps the five bytes Python's cp1252 leaves undefined
+(0x81, 0x8D, 0x8F, 0x90, 0x9D) to the C1 controls of the same value, U+0081 and so on, so it decodes every byte.
+
 The one wide-text policy (``refuse_wide_text``): text read as UTF-8 by default (no BOM, no declaration, no option)
 that is really UTF-16 or UTF-32 without a byte-order mark is the ``encoding`` error. Every format that reads text
 applies it (text, markdown, html, csv, sql here; toml, which is UTF-8 by definition, on its own decoding).
@@ -51,6 +56,22 @@ def known_codec(name: str) -> str | None:
     return info.name
 
 
+# WHATWG's windows-1252 index: cp1252 with its five undefined bytes read as the C1 controls of the same value.
+_CP1252_UNDEFINED: Final = frozenset(b"\x81\x8d\x8f\x90\x9d")
+_WHATWG_C1: Final = "loom-whatwg-windows-1252"  # the error handler that reads them so
+_WHATWG_ERRORS: Final = {"cp1252": _WHATWG_C1}  # Python codec -> error handler making it the WHATWG decoder
+
+
+def _whatwg_c1(exc: UnicodeError) -> tuple[str, int]:
+    """Read one of cp1252's undefined bytes as WHATWG's windows-1252 does; any other error stays an error."""
+    if isinstance(exc, UnicodeDecodeError) and exc.end == exc.start + 1 and exc.object[exc.start] in _CP1252_UNDEFINED:
+        return chr(exc.object[exc.start]), exc.end
+    raise exc
+
+
+codecs.register_error(_WHATWG_C1, _whatwg_c1)
+
+
 def sniff_bom(data: bytes) -> tuple[str, int] | None:
     for bom, enc in _BOMS:
         if data.startswith(bom):
@@ -58,7 +79,11 @@ def sniff_bom(data: bytes) -> tuple[str, int] | None:
     return None
 
 
-def decode_text(data: bytes, *, option: str | None = None, declared: str | None = None) -> Decoded:
+def decode_text(
+    data: bytes, *, option: str | None = None, declared: str | None = None, whatwg: bool = False
+) -> Decoded:
+    """The text by the module's rules; ``whatwg``: ``declared`` is the codec of a WHATWG label, decoded as the
+    Encoding Standard decodes it (see the module doc)."""
     bom = sniff_bom(data)
     if bom is not None:
         bom_enc, skip = bom
@@ -66,7 +91,9 @@ def decode_text(data: bytes, *, option: str | None = None, declared: str | None 
     if declared:
         enc = known_codec(declared)
         if enc is not None:
-            return Decoded(_decode(data, enc, source=f"the file's declared charset {declared!r}"), enc, "declared")
+            errors = _WHATWG_ERRORS.get(enc, "strict") if whatwg else "strict"
+            text = _decode(data, enc, source=f"the file's declared charset {declared!r}", errors=errors)
+            return Decoded(text, enc, "declared")
     if option:
         enc = known_codec(option)
         if enc is None:  # the service checks options before this; a direct caller gets the same code
@@ -114,9 +141,9 @@ def refuse_wide_text(data: bytes, source: str, sample: int, advice: str = ENCODI
 _ORDINALS = {2: "second", 4: "fourth"}  # the code-unit widths of UTF-16 and UTF-32
 
 
-def _decode(data: bytes, enc: str, *, offset: int = 0, source: str) -> str:
+def _decode(data: bytes, enc: str, *, offset: int = 0, source: str, errors: str = "strict") -> str:
     try:
-        return codecs.decode(data, enc, "strict")
+        return codecs.decode(data, enc, errors)
     except UnicodeDecodeError as exc:
         pos = exc.start + offset
         raise ExtractionError(

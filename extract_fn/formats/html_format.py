@@ -5,8 +5,13 @@ Decoding (``_decode``): a byte-order mark wins; then the charset the document de
 skips comments), else an XML declaration's ``encoding``; labels map to codecs as browsers map them (``iso-8859-1``
 and ``ascii`` read as windows-1252, ``gb2312`` as GB18030, ``shift_jis`` as cp932, ``euc-kr`` as cp949, a
 ``utf-16`` meta as UTF-8); then the ``encoding`` option; else strict UTF-8. When the declared charset does not decode
-the bytes (a page that says gb2312 but is UTF-8), the option and then UTF-8 are tried and a warning says so; when
-nothing decodes, the ``encoding`` error names the byte offset.
+the bytes (a page that says gb2312 but is UTF-8), the option (if given, else UTF-8) is tried and a warning says so;
+when that does not decode either, a windows-1252 declaration is read as the WHATWG Encoding Standard reads it (its
+five bytes Python's cp1252 leaves undefined, 0x81 0x8D 0x8F 0x90 0x9D, as U+0081 ...: every byte decodes). With
+no BOM and no declaration in the first 1024 bytes, when the option or UTF-8 does not decode the file, a ``<meta>``
+charset later in the head (``late_charset``: comments and script/style/title/... text skipped, up to ``</head>``
+or a tag that ends the head, within the first MiB) is used, as a browser re-reads a page whose tree builder meets
+one, and a warning says so. When nothing decodes, the ``encoding`` error names the byte offset.
 
 Parsing: selectolax's Lexbor, an HTML5 (WHATWG) tree builder, so malformed markup is recovered exactly as browsers
 do; entities are decoded by the parser. Tree walks are iterative (10,000 nested elements are fine).
@@ -147,40 +152,106 @@ def prescan_charset(data: bytes) -> str | None:
         meta = m.group("meta")
         if meta is None:
             continue
-        attrs: dict[bytes, bytes] = {}
-        for am in _ATTR.finditer(meta):
-            name = am.group(1).lower()
-            if name not in attrs:
-                attrs[name] = (am.group(2) or b"").strip(b"\"'")
-        label = attrs.get(b"charset")
-        if label is None and attrs.get(b"http-equiv", b"").strip().lower() == b"content-type":
-            cm = _CONTENT_CHARSET.search(attrs.get(b"content", b""))
-            label = cm.group(1) if cm else None
-        if label:
-            text = label.decode("ascii", "replace")
-            if codec_for_label(text):
-                return text
+        label = _meta_label(meta)
+        if label is not None:
+            return label
     xm = _XML_DECL.match(data, 0, 256)
     if xm:
         return xm.group(1).decode("ascii")
     return None
 
 
+def _meta_label(meta: bytes) -> str | None:
+    """The known charset label a ``<meta>``'s attributes (the bytes after ``<meta``) declare, or None."""
+    attrs: dict[bytes, bytes] = {}
+    for am in _ATTR.finditer(meta):
+        name = am.group(1).lower()
+        if name not in attrs:
+            attrs[name] = (am.group(2) or b"").strip(b"\"'")
+    label = attrs.get(b"charset")
+    if label is None and attrs.get(b"http-equiv", b"").strip().lower() == b"content-type":
+        cm = _CONTENT_CHARSET.search(attrs.get(b"content", b""))
+        label = cm.group(1) if cm else None
+    if label:
+        text = label.decode("ascii", "replace")
+        if codec_for_label(text):
+            return text
+    return None
+
+
+# A <meta charset> past the prescan's window, as the tree builder meets it in the head: comments and the raw text of
+# script, style and the like skipped (a meta in a script's string is none), up to the end of the head (</head>, or a
+# start tag a head cannot hold, which ends it: <body>, <p>, ...), within the first _LATE_META_BYTES.
+_LATE_META_BYTES: Final = 1024 * 1024
+_LATE_SCAN: Final = re.compile(
+    rb"<!--.*?(?:-->|\Z)"
+    rb"|<(?P<raw>script|style|title|textarea|xmp|noframes|noembed|noscript|template)(?=[\s/>])[^>]*>?"
+    rb".*?(?:</(?P=raw)(?=[\s/>])[^>]*>?|\Z)"
+    rb"|<meta(?=[\s/])(?P<meta>[^>]*)>?"
+    rb"|<(?P<tag>/?[A-Za-z][^\s/>]*)[^>]*>?"
+    rb"|<[!?][^>]*>?",
+    re.S | re.I,
+)
+_HEAD_TAGS: Final = frozenset({b"html", b"head", b"base", b"basefont", b"bgsound", b"link", b"meta"})
+
+
+def late_charset(data: bytes) -> tuple[str, int] | None:
+    """The label a ``<meta>`` in the head declares past the first 1024 bytes (see ``_LATE_SCAN``), and its byte
+    offset; None when the head has none."""
+    for m in _LATE_SCAN.finditer(data, 0, min(len(data), _LATE_META_BYTES)):
+        meta = m.group("meta")
+        if meta is not None:
+            label = _meta_label(meta)
+            if label is not None:
+                return label, m.start()
+            continue
+        tag = m.group("tag")
+        if tag is not None and (tag.lower() == b"/head" or (tag[0:1] != b"/" and tag.lower() not in _HEAD_TAGS)):
+            return None
+    return None
+
+
 def _decode(data: bytes, option: str | None) -> tuple[Decoded, str | None]:
     """The document's text by the charset rules above, and a warning when the declared charset had to be passed."""
-    label = None if sniff_bom(data) else prescan_charset(data)
+    bom = sniff_bom(data) is not None
+    label = None if bom else prescan_charset(data)
     codec = codec_for_label(label) if label else None
     try:
         return decode_text(data, option=option, declared=codec), None
     except ExtractionError as err:
-        if err.code != ErrorCode.ENCODING or codec is None:
+        if err.code != ErrorCode.ENCODING:
             raise
+        if codec is None:
+            if bom:
+                raise
+            return _late_decode(data, option, err)
         try:
             decoded = decode_text(data, option=option)
         except ExtractionError:
-            raise err from None
+            try:  # as the Encoding Standard decodes it: windows-1252 (iso-8859-1, ascii, ...) decodes every byte
+                return decode_text(data, declared=codec, whatwg=True), None
+            except ExtractionError:
+                raise err from None
         how = "the encoding option" if decoded.source == "option" else "UTF-8"
         return decoded, f"the declared charset {label!r} does not decode the file; it was read as {how}"
+
+
+def _late_decode(data: bytes, option: str | None, err: ExtractionError) -> tuple[Decoded, str | None]:
+    """The text by a late ``<meta>`` charset (``late_charset``) when the option or UTF-8 does not decode it, as a
+    browser changes the encoding when its tree builder meets one; else ``err``."""
+    late = late_charset(data)
+    if late is None:
+        raise err
+    label, at = late
+    try:
+        decoded = decode_text(data, declared=codec_for_label(label), whatwg=True)
+    except ExtractionError:
+        raise err from None
+    how = f"the encoding option {option!r}" if option else "UTF-8"
+    return decoded, (
+        f"the file does not decode as {how}; it was read as {label!r}, the charset a <meta> in its head declares "
+        f"at byte {at}, past the first {_PRESCAN_BYTES} bytes where a charset is looked for first"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------

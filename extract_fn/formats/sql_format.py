@@ -37,7 +37,11 @@ Decisions (documented for the artifact's readers):
   qualified as written (``public.users``, ``dbo.TEST``), case kept. For a statement that does not parse both come
   from the leading keywords only (the created/altered/dropped/written object, an index's or trigger's table).
   **keys**: each defined then referenced name, qualified as written and its last part alone (``public.users``,
-  ``users``), de-duplicated. **attrs.columns**: a parsed ``CREATE TABLE``'s column names.
+  ``users``), de-duplicated. A quoted part is one part even when it holds a dot: ``"my.table"`` is keyed
+  ``my.table`` alone (not also ``table``), ``s."a.b"`` as ``s.a.b`` and ``a.b``; a backticked one is a path in
+  BigQuery and in the generic dialect (```proj.ds.t```: ``proj.ds.t``, ``t``), one part elsewhere. T-SQL's
+  ``CREATE [OR ALTER] PROCEDURE`` defines the procedure, as every dialect's does. **attrs.columns**: a parsed
+  ``CREATE TABLE``'s column names.
 * **Parsing** (sqlglot, per statement, errors kept per statement): ``attrs.parsed`` is true when sqlglot read the
   statement into a tree with no opaque ``Command`` fallback. Every statement not parsed is in ``coverage.failed``
   (``statement N (line L)``, sqlglot's message, short). Statements over ``limits.sql_max_parse_chars`` characters or
@@ -1064,7 +1068,7 @@ def _read_name(toks: list[_Tok], k: int) -> tuple[str | None, int]:
             break
         break
     parts = [p for p in parts if p]
-    return (".".join(parts) if parts else None), k
+    return (_qualified(parts) if parts else None), k
 
 
 def _skip_words(toks: list[_Tok], k: int, *words: str) -> int:
@@ -1351,6 +1355,28 @@ def scanned_references(scanner: Scanner, st: Statement) -> list[str]:
     return out
 
 
+class _DottedPartName(str):
+    """A qualified name whose last part holds a dot (``"my.table"``, ``s."a.b"``): ``last`` is that part, which
+    cutting the text at its last dot would split. Only such names are made one (a plain ``str`` otherwise), and only
+    inside the module: the artifact gets plain strings (``_plain_names``)."""
+
+    last: str
+
+
+def _qualified(parts: list[str]) -> str:
+    """The unquoted qualified name of ``parts`` (non-empty), its parts joined by dots."""
+    name = ".".join(parts)
+    if "." in parts[-1]:
+        dotted = _DottedPartName(name)
+        dotted.last = parts[-1]
+        return dotted
+    return name
+
+
+def _plain_names(names: list[str]) -> list[str]:
+    return [str(n) if type(n) is not str else n for n in names]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Names from sqlglot's tree
 
@@ -1365,7 +1391,10 @@ def _parts_name(node: exp.Expr | None) -> str | None:
         parts = [p.name for p in node.flatten() if isinstance(p, exp.Expr) and p.name]
     else:
         parts = [getattr(node, "name", "") or ""]
-    name = ".".join(p for p in parts if p)
+    parts = [p for p in parts if p]
+    if not parts:
+        return None
+    name = _qualified(parts)
     return name if _NAME_OK.search(name) else None
 
 
@@ -1408,7 +1437,7 @@ def tree_info(exprs: list[exp.Expr]) -> TreeInfo:
                 target = target.this
             if isinstance(target, exp.Index):
                 target = target.this
-            if isinstance(target, exp.UserDefinedFunction):
+            if isinstance(target, exp.UserDefinedFunction | exp.StoredProcedure):  # (T-SQL reads a procedure so)
                 target = target.this
             if isinstance(target, exp.Expr):
                 name = _parts_name(target)
@@ -1434,12 +1463,18 @@ def tree_info(exprs: list[exp.Expr]) -> TreeInfo:
     return TreeInfo(kind, defines, refs, columns)
 
 
-def name_keys(names: list[str]) -> list[str]:
-    """Each name qualified as written and its last part."""
+def name_keys(names: list[str], sql: str = "", backtick_paths: bool = False) -> list[str]:
+    """Each name qualified as written and its last part. A quoted part holding a dot is one part (``"my.table"`` is
+    keyed ``my.table`` alone, not also ``table``), but with ``backtick_paths`` (BigQuery, and the generic dialect,
+    which reads it so) a backticked one is a path, as BigQuery reads ```proj.ds.t```: ``t`` is its last part. ``sql``
+    is the statement's text, where the quotes are seen."""
     out: list[str] = []
     for name in names:
-        out.append(name)
-        last = name.rsplit(".", 1)[-1]
+        out.append(str(name))
+        if isinstance(name, _DottedPartName) and not (backtick_paths and f"`{name.last}`" in sql):
+            last = name.last
+        else:
+            last = name.rsplit(".", 1)[-1]
         if last != name:
             out.append(last)
     return out
@@ -1559,6 +1594,7 @@ def _extract(
     budget_hit_at: int | None = None  # index of the first statement not parsed for the parse budget
     budget = output_budget(request, BudgetKind.KEYED)
     cut_at: int | None = None
+    backtick_paths = cfg.name in ("", "bigquery")  # `proj.ds.t` is a path there (see name_keys)
     for idx, st in enumerate(statements):
         number = idx + 1
         sql = text[st.start : st.end]
@@ -1579,7 +1615,10 @@ def _extract(
             parse_left -= len(sql)
             exprs, reason = parser.parse(sql)
         attrs = _statement_attrs(scanner, st, exprs)
-        keys = name_keys(attrs["defines"] + [r for r in attrs["references"] if r not in attrs["defines"]])
+        keys = name_keys(
+            attrs["defines"] + [r for r in attrs["references"] if r not in attrs["defines"]], sql, backtick_paths
+        )
+        attrs["defines"], attrs["references"] = _plain_names(attrs["defines"]), _plain_names(attrs["references"])
         cost = _byte_estimate(sql) + 160 + sum(len(k) + 4 for k in keys) * 2
         if st.copy_data is not None:
             cost += _byte_estimate(text[st.copy_data[0] : st.copy_data[1]]) + 120
