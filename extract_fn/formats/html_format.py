@@ -1016,14 +1016,7 @@ class _Walker:
         pad = "" if self.pre else " "  # an input is a box of its own on the line
         self.pieces.extend((pad, text, pad))
         self.seen += 1
-        if where is None:
-            if self.first == -2:
-                self.first = -1
-            self.last = -1
-        else:
-            if self.first == -2:
-                self.first = where[0]
-            self.last = where[1]
+        self.first, self.last = _spanned(self.first, self.last, where)
 
     def _srcdoc(self, srcdoc: str) -> None:
         """An iframe's ``srcdoc`` document, read as blocks of its own. Its text is in an attribute value, where it
@@ -1460,14 +1453,7 @@ class _TableReader:
         if target is None or not text.strip():
             return
         target.append(f" {text} ")
-        if where is None:
-            if self.first == -2:
-                self.first = -1
-            self.last = -1
-        else:
-            if self.first == -2:
-                self.first = where[0]
-            self.last = where[1]
+        self.first, self.last = _spanned(self.first, self.last, where)
 
     def on_leave(self, node: LexborNode) -> None:
         depth = len(self.frames)
@@ -1844,6 +1830,14 @@ def cut_deep_nesting(text: str, max_depth: int) -> tuple[str, bool]:
                 start = m.start()
                 return text[:start] + _TAG_RE.sub(" ", text[start:]), True
     return text, False
+
+
+def _spanned(first: int, last: int, where: tuple[int, int] | None) -> tuple[int, int]:
+    """A block's (first, last) source characters once a control's text is added: ``where`` it sits in the source,
+    or None where it cannot be placed (-1: the block is unplaced); ``first`` is -2 while the block has no text."""
+    if where is None:
+        return (-1 if first == -2 else first), -1
+    return (where[0] if first == -2 else first), where[1]
 
 
 _SELECT_OR_OPTION_RE: Final = re.compile(r"<(/?)(select|option)(?=[\s/>])[^>]*>?", re.IGNORECASE)
