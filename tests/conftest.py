@@ -42,3 +42,14 @@ def corpus() -> Path:
     if not (CORPUS / "MANIFEST.tsv").exists():
         raise RuntimeError(f"the test corpus is expected at {CORPUS} (../shared/corpus beside the repo)")
     return CORPUS
+
+
+@pytest.fixture
+def ocr_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """OCR off for one test (the setting is read once and cached: cleared before and after)."""
+    from extract_fn.ocr import config
+
+    monkeypatch.setenv("EXTRACTOR_OCR", "off")
+    config.ocr_settings.cache_clear()
+    yield
+    config.ocr_settings.cache_clear()

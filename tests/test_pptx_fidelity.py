@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,17 +22,6 @@ M_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
 A14_NS = "http://schemas.microsoft.com/office/drawing/2010/main"
 MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 IMAGE_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/image"
-
-
-@pytest.fixture
-def ocr_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """OCR off for one test (the setting is read once and cached: cleared before and after)."""
-    from extract_fn.ocr import config
-
-    monkeypatch.setenv("EXTRACTOR_OCR", "off")
-    config.ocr_settings.cache_clear()
-    yield
-    config.ocr_settings.cache_clear()
 
 
 def _save(prs: Any) -> bytes:

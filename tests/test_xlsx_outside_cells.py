@@ -6,27 +6,14 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import xlsxwriter
 
 from extract_fn.formats.xlsx_notes import header_footer_text
 from tests.test_format_xlsx import run
-
-xlsxwriter = pytest.importorskip("xlsxwriter")
-
-
-@pytest.fixture
-def ocr_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """OCR off for one test (the setting is read once and cached: cleared before and after)."""
-    from extract_fn.ocr import config
-
-    monkeypatch.setenv("EXTRACTOR_OCR", "off")
-    config.ocr_settings.cache_clear()
-    yield
-    config.ocr_settings.cache_clear()
 
 
 def _png(size: tuple[int, int] = (4, 4)) -> bytes:
