@@ -369,3 +369,53 @@ def test_notes_page_text_boxes_are_notes_blocks() -> None:
         ("Say hello", {"notes": True}),
         ("Presenter: remember the demo link", {"notes": True}),
     ]
+
+
+def test_slide_comments_legacy_and_modern_are_read_with_their_authors() -> None:
+    """Comments show in PowerPoint's pane (and docx reads its own): they were not read at all."""
+    prs = Presentation()
+    for title in ("Slide one", "Slide two"):
+        prs.slides.add_slide(prs.slide_layouts[5]).shapes.title.text = title
+    p188 = "http://schemas.microsoft.com/office/powerpoint/2018/8/main"
+    p_ns = "http://schemas.openxmlformats.org/presentationml/2006/main"
+    a_ns = "http://schemas.openxmlformats.org/drawingml/2006/main"
+    legacy_rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/comments"
+    modern_rel = "http://schemas.microsoft.com/office/2018/10/relationships/comments"
+
+    def rel(kind: str, target: str) -> Callable[[str], str]:
+        return lambda xml: xml.replace(
+            "</Relationships>", f'<Relationship Id="rId90" Type="{kind}" Target="{target}"/></Relationships>'
+        )
+
+    data = _patch(
+        _save(prs),
+        {
+            "ppt/slides/_rels/slide1.xml.rels": rel(legacy_rel, "../comments/comment1.xml"),
+            "ppt/slides/_rels/slide2.xml.rels": rel(modern_rel, "../comments/modernComment_1.xml"),
+            "ppt/comments/comment1.xml": (
+                f'<p:cmLst xmlns:p="{p_ns}"><p:cm authorId="0" idx="1"><p:pos x="0" y="0"/>'
+                "<p:text>Check the revenue number</p:text></p:cm></p:cmLst>"
+            ).encode(),
+            "ppt/commentAuthors.xml": (
+                f'<p:cmAuthorLst xmlns:p="{p_ns}"><p:cmAuthor id="0" name="Ann" initials="A" lastIdx="1" clrIdx="0"/>'
+                "</p:cmAuthorLst>"
+            ).encode(),
+            "ppt/comments/modernComment_1.xml": (
+                f'<p188:cmLst xmlns:p188="{p188}" xmlns:a="{a_ns}"><p188:cm id="{{1}}" authorId="{{B}}">'
+                f'<p188:replyLst><p188:reply id="{{2}}" authorId="{{A}}"><p188:txBody><a:bodyPr/>{_para("Done")}'
+                f"</p188:txBody></p188:reply></p188:replyLst><p188:txBody><a:bodyPr/>{_para('Use the new logo')}"
+                "</p188:txBody></p188:cm></p188:cmLst>"
+            ).encode(),
+            "ppt/authors.xml": (
+                f'<p188:authorLst xmlns:p188="{p188}"><p188:author id="{{A}}" name="Ann"/>'
+                '<p188:author id="{B}" name="Bob"/></p188:authorLst>'
+            ).encode(),
+        },
+    )
+    a = run(data)
+    comments = [
+        (b["locator"]["page_start"], b["text"], b["attrs"].get("author"))
+        for b in a["blocks"]
+        if b.get("attrs", {}).get("part") == "comment"
+    ]
+    assert comments == [(1, "Check the revenue number", "Ann"), (2, "Use the new logo", "Bob"), (2, "Done", "Ann")]

@@ -335,6 +335,7 @@ class _Deck:
         self.layout: Any = None  # the slide being read's layout and master roots
         self.master: Any = None
         self.slide_no = ""  # the number the slide being read shows (its slide-number fields)
+        self.authors: dict[str, str] | None = None  # comment author id -> name, read on the first comment
         self.masters_of: dict[tuple[str, str], str | None] = {}  # (layout part, relationship type) -> its target
         # (layout, master, placeholder idx, type) -> the list styles it inherits: a deck's slides share a few layouts
         self.inherited: dict[tuple[int, int, str | None, str], InheritedBullets] = {}
@@ -432,6 +433,10 @@ class _Deck:
             path = [heading_text]
         texts = [(text, {**base_attrs, **attrs}) for _n, _kind, text, attrs in items]
         texts.extend((notes, {**base_attrs, "notes": True}) for notes in self.notes(rels))
+        texts.extend(
+            (text, {**base_attrs, "part": "comment", **({"author": author} if author else {})})
+            for text, author in self.comments(rels)
+        )
         first = len(b.blocks)  # the ids add_block would give them
         b.add_blocks(
             [
@@ -655,6 +660,52 @@ class _Deck:
         if not read:
             self.pictures += 1
         return [(b.text, b.attrs) for b in ocr_blocks]
+
+    def comments(self, rels: dict[str, tuple[str, str]]) -> list[tuple[str, str | None]]:
+        """The slide's comments, (text, author) each, in the part's order: legacy ones (``p:cm``, its ``p:text``)
+        and modern ones (``p188:cm`` and its replies, each its own ``txBody``). A comments part that cannot be read
+        gives none (the slide's own content is read)."""
+        out: list[tuple[str, str | None]] = []
+        for rtype, target in rels.values():
+            if rtype != "comments" or not has_member(self.zf, target):
+                continue
+            try:
+                root = parse_part(self.zf, target, KIND)
+            except DtdRefused:
+                raise
+            except ExtractionError:
+                continue
+            for el in root.iter():
+                if not isinstance(el.tag, str) or local(el.tag) not in ("cm", "reply"):
+                    continue
+                legacy = _child(el, "text")
+                if legacy is not None:
+                    text = (legacy.text or "").strip()
+                else:
+                    body = _child(el, "txBody")
+                    text = "\n".join(p for p in _paragraphs(body) if p) if body is not None else ""
+                if text:
+                    out.append((text, self.comment_author(el.get("authorId"))))
+        return out
+
+    def comment_author(self, author_id: str | None) -> str | None:
+        """A comment author's name: ``ppt/commentAuthors.xml`` (legacy, ``p:cmAuthor``) and ``ppt/authors.xml``
+        (modern, ``p188:author``), read once."""
+        if self.authors is None:
+            self.authors = {}
+            for part in ("ppt/commentAuthors.xml", "ppt/authors.xml"):
+                if not has_member(self.zf, part):
+                    continue
+                try:
+                    root = parse_part(self.zf, part, KIND)
+                except DtdRefused:
+                    raise
+                except ExtractionError:
+                    continue
+                for el in root:
+                    if isinstance(el.tag, str) and el.get("id") is not None and el.get("name"):
+                        self.authors.setdefault(el.get("id") or "", el.get("name") or "")
+        return self.authors.get(author_id or "") if author_id is not None else None
 
     def notes(self, rels: dict[str, tuple[str, str]]) -> list[str]:
         """The speaker notes: the notes page's body placeholder(s) as one text, then each text box or shape on the
