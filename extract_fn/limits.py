@@ -105,6 +105,11 @@ class Limits:
         "steps pdfium's text reader takes ordering one page's text objects by line (~0.25 s; 60 runs of 1,000 "
         "one-letter Tj drawn over one another took 13 s); past it the page is failed, not read",
     )
+    pdf_max_annotations: int = _limit(
+        1_000,
+        "annotations of one page drawn into it for reading (pdfium's flattening grows with their square: 20,000 "
+        "took 4 s, 40,000 17 s); past it they are not read and a failed unit says so",
+    )
     pdf_max_form_depth: int = _limit(6, "form XObjects nested in form XObjects, walked for text and lines")
     pdf_max_table_cells: int = _limit(200_000, "cells of one ruled grid before it is not taken as a table")
 

@@ -159,6 +159,47 @@ def test_a_pdf_bomb_behind_a_chain_of_filters_is_refused(pool: WorkerPool, chain
     assert "decompression bomb" in err.message
 
 
+_TRICKS = {
+    # how the stream's dictionary says /Filter, each read by pdfium as the chain that inflates to 1 GiB
+    "array_past_512_bytes": b"/Filter [/FlateDecode" + b" " * 600 + b"/FlateDecode]",
+    "comment_in_the_array": b"/Filter [/FlateDecode %]\n/FlateDecode]",
+    "reference_in_the_array": b"/Filter [9 0 R]",
+    "key_given_twice": b"/Filter /Crypt /Filter [/FlateDecode /FlateDecode]",
+    "nested_dictionary_first": b"/Junk << /Filter /Crypt >> /Filter [/FlateDecode /FlateDecode]",
+    "a_name_obj_before_it": b"/Filter [/FlateDecode /FlateDecode] /Junk /obj",
+    "dictionary_past_4_KB": b"/Junk (" + b"x" * 5000 + b") /Filter [/FlateDecode /FlateDecode]",
+    "lzw_with_a_decoy_early_change": b"/Junk << /EarlyChange 0 >> /Filter /LZWDecode",
+}
+
+
+@pytest.mark.parametrize("trick", list(_TRICKS), ids=list(_TRICKS))
+def test_a_filter_chain_spelled_to_fool_the_check_is_still_decoded(trick: str) -> None:
+    """A hostile-input review found eight dictionaries the stream check read otherwise than pdfium: each let a bomb
+    through to abort the worker (SIGABRT). The dictionary's own keys are read now (the last of a repeated key, not
+    a nested one's), the object's header is found past a name ``/obj`` and 4 KB, and LZW is decoded with either
+    EarlyChange rule."""
+    from extract_fn.formats.pdf_streams import check_streams
+
+    if trick.startswith("lzw"):
+        body = hi.lzw_bomb(600_000)
+    else:
+        inner = zlib.compressobj(9)
+        body = zlib.compress(b"".join(inner.compress(b" " * (1 << 24)) for _ in range(64)) + inner.flush(), 9)
+    data = hi.one_page_pdf(body, contents_extra=_TRICKS[trick])
+    if trick == "reference_in_the_array":
+        data = data.replace(b"xref", b"9 0 obj\n[/FlateDecode /FlateDecode]\nendobj\nxref", 1)
+    problem = check_streams(
+        data,
+        max_stream_bytes=LIMITS.pdf_max_stream_bytes,
+        max_total_bytes=LIMITS.pdf_max_inflated_bytes,
+        max_text_operators=LIMITS.pdf_max_text_operators,
+        max_ratio=LIMITS.pdf_max_stream_ratio,
+        ratio_floor=LIMITS.pdf_stream_ratio_floor,
+    )
+    assert problem is not None
+    assert "decompression bomb" in problem.message
+
+
 @pytest.mark.parametrize(
     ("filters", "encode"),
     [
@@ -244,6 +285,56 @@ def test_a_pdf_annotation_whose_appearance_multiplies_forms_fails_its_page(pool:
     coverage = artifact["coverage"]
     assert [f["unit"] for f in coverage["failed"]] == ["page 1"]
     assert f"would be drawn more than {LIMITS.pdf_max_form_drawings:,} times" in coverage["failed"][0]["reason"]
+
+
+def test_a_pdf_appearance_without_a_form_subtype_that_draws_itself_fails_its_page(pool: WorkerPool) -> None:
+    """pdfium makes an appearance stream a form when it draws it into the page, whatever its /Subtype: one with
+    none that draws itself twice passed the byte scan (which looked at /Subtype /Form only) and aborted the worker
+    once flattened (SIGABRT after 6 s at 2 GiB)."""
+    data = hi._pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R"
+            b" >> >> /Annots [6 0 R] >>",
+            hi._pdf_stream(b"BT /F1 12 Tf 72 700 Td (hello) Tj ET"),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            b"<< /Type /Annot /Subtype /FreeText /Rect [72 600 300 624] /F 4 /AP << /N 7 0 R >> >>",
+            hi._pdf_stream(b"/X0 Do /X0 Do", b"/BBox [0 0 250 24] /Resources << /XObject << /X0 7 0 R >> >>"),
+        ]
+    )
+    artifact = _artifact(pool, "pdf", data)
+    assert [f["unit"] for f in artifact["coverage"]["failed"]] == ["page 1"]
+
+
+def test_a_pdf_page_pypdf_cannot_count_fails_alone(pool: WorkerPool) -> None:
+    """An /Annots that is no array made pypdf's count raise on page 1, and the whole file went unchecked: page 2's
+    self-doubling form then aborted the worker. Such an /Annots is read as none (as pdfium reads it), and a page
+    that cannot be counted at all is not loaded while the others are counted."""
+    data = hi.multiplying_forms_pdf(None).replace(
+        b"/Contents 4 0 R /Resources", b"/Contents 4 0 R /Annots 5 /Resources", 1
+    )
+    artifact = _artifact(pool, "pdf", data)
+    assert [f["unit"] for f in artifact["coverage"]["failed"]] == ["page 2"]
+    assert [b["text"] for b in artifact["blocks"]] == ["a plain page"]
+
+
+def test_a_pdf_page_of_many_annotations_is_read_without_them(pool: WorkerPool) -> None:
+    """pdfium's flattening grows with the square of a page's annotations (40,000 took 17 s, 100,000 the timeout):
+    past ``pdf_max_annotations`` they are not drawn in, and a failed unit says so; the page's own text is read."""
+    n = LIMITS.pdf_max_annotations + 1
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >>"
+        b" >> /Annots [" + b" ".join(b"%d 0 R" % (7 + i) for i in range(n)) + b"] >>",
+        hi._pdf_stream(b"BT /F1 12 Tf 72 700 Td (hello) Tj ET"),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        hi._pdf_stream(b"BT /F1 12 Tf 2 6 Td (note) Tj ET", b"/Type /XObject /Subtype /Form /BBox [0 0 250 24]"),
+    ] + [b"<< /Type /Annot /Subtype /FreeText /Rect [72 100 300 124] /F 4 /AP << /N 6 0 R >> >>"] * n
+    artifact = _artifact(pool, "pdf", hi._pdf(objects))
+    assert [b["text"] for b in artifact["blocks"]] == ["hello"]
+    assert [f["unit"] for f in artifact["coverage"]["failed"]] == ["page 1 annotations"]
 
 
 @pytest.mark.parametrize("kwargs", [{"levels": 12}, {"levels": None, "draws": 1}], ids=["chain_of_12", "single_loop"])

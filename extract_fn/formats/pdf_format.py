@@ -84,7 +84,7 @@ from extract_fn.formats.pdf_matrix import apply as _apply
 from extract_fn.formats.pdf_matrix import mul as _mul
 from extract_fn.formats.pdf_page_count import declared_page_count
 from extract_fn.formats.pdf_streams import check_streams
-from extract_fn.limits import Limits
+from extract_fn.limits import LIMITS, Limits
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_ATTACHMENTS, LOST_OCR, LOST_TABLES, ErrorCode, ExtractionError
 
@@ -98,6 +98,10 @@ UNIT = "pages"
 _NOTHING_FOUND = "OCR found no text in this image"  # ocr.blocks.NOTHING_FOUND (not imported here: OCR loads lazily)
 SCANNED_REASON = "no text layer (scanned image); OCR not available"
 DRAWING_REASON = "no text layer (vector drawing); OCR not available"
+ANNOTATIONS_REASON = (
+    f"not read: the page has more than {LIMITS.pdf_max_annotations:,} annotations, past this service's limit for "
+    "drawing them into the page (their form values, notes and stamps); the page's own text is read"
+)
 DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
 UNREACHED_FORMS_REASON = (
@@ -239,6 +243,7 @@ class PageResult:
     reason: str = ""  # why a page not read ("skipped") is failed
     unreached_forms: bool = False  # text in forms drawn only deeper than pdfium reads (pdf_forms)
     attached: int = 0  # file attachment annotations on the page (files of their own)
+    annotations_over: bool = False  # more annotations than pdf_max_annotations: not drawn in, their text not read
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -427,7 +432,8 @@ def _read_page(
 ) -> PageResult:
     result = PageResult(index + 1)
     try:
-        page, flattened, result.attached = _with_annotations(pdf, index, pdf[index])
+        page, flattened, result.attached = _with_annotations(pdf, index, pdf[index], limits.pdf_max_annotations)
+        result.annotations_over = flattened is None
     except (pdfium.PdfiumError, ValueError, OSError):
         result.status = "damaged"
         return result
@@ -480,15 +486,20 @@ def _read_page(
         page.close()
 
 
-def _with_annotations(pdf: pdfium.PdfDocument, index: int, page: pdfium.PdfPage) -> tuple[pdfium.PdfPage, bool, int]:
+def _with_annotations(
+    pdf: pdfium.PdfDocument, index: int, page: pdfium.PdfPage, limit: int
+) -> tuple[pdfium.PdfPage, bool | None, int]:
     """``page`` with the annotations a viewer shows drawn into its content, reloaded (and True): a filled form's
     values, a FreeText note, a stamp (their appearance streams; pdfium's ``FLAT_NORMALDISPLAY`` leaves out the
     hidden, the no-view and pop-ups). Their text is then read in place, in the page's layout, like the rest. Only in
     memory: the file is not changed. ``check_pages`` counts the appearance streams' form drawings with the page's.
-    Last, how many of its annotations hold a file (files of their own)."""
+    Last, how many of its annotations hold a file (files of their own). None instead of the flag: the page has more
+    than ``limit`` annotations (``pdf_max_annotations``; pdfium's flattening grows with their square), not drawn in."""
     count = R.FPDFPage_GetAnnotCount(page.raw)
     if count <= 0:
         return page, False, 0
+    if count > limit:
+        return page, None, 0
     attached = 0
     for k in range(count):
         annotation = R.FPDFPage_GetAnnot(page.raw, k)
@@ -2067,6 +2078,8 @@ def _emit(
             continue
         if page.unreached_forms:
             builder.fail(f"page {p} deep forms", UNREACHED_FORMS_REASON)
+        if page.annotations_over:
+            builder.fail(f"page {p} annotations", ANNOTATIONS_REASON)
         if page.status == "plain":
             builder.warn(f"page {p} has broken geometry: its text is in content order, without layout")
         if page.unmapped:  # drawn, so seen: the page is read, and this unit of it is not

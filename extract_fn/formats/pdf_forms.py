@@ -46,14 +46,19 @@ _SCAN_BYTES: Final = 1 << 20  # a form's content read for its drawings in step 1
 # ``/Name Do``: a name's bytes run to a delimiter or white space (ISO 32000-1 7.3.5); "#xx" is an escaped byte.
 _DO: Final = re.compile(rb"/([^\s/\[\]<>(){}%]*)\s*Do\b")
 _SHOWS_TEXT: Final = re.compile(rb"T[jJ]\b|\)\s*['\"]")  # a text-showing operator (can match high, in a string)
+_IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
 _WORK: Final = 2_000_000  # (form, name) steps of step 2 per file; past it, the pages not yet counted are over
 
 
 def forms_may_multiply(data: bytes) -> bool:
-    """Whether some page of ``data`` may parse more drawings than the file holds (step 1)."""
+    """Whether some page of ``data`` may parse more drawings than the file holds (step 1). A file with annotation
+    appearances (``/AP``) counts every stream but an image: the PDF module draws appearances into their page
+    (``FPDFPage_Flatten``), and pdfium makes each a form then, whatever its ``/Subtype``, so one without any can
+    draw itself."""
     drawing_forms = 0
+    appearances = b"/AP" in data
     for _number, head, start in streams(data):
-        if not _may_be_form(head):
+        if not (_may_be_form(head) or (appearances and not _IMAGE.search(head))):
             continue
         content = _form_content(data, head, start)
         if content is None:
@@ -106,16 +111,21 @@ def check_pages(data: bytes, limit: int) -> FormPages | None:
             reader.decrypt("")  # a file with an owner password only opens so; one asking for a password, not here
         counter = _DrawingCounter(limit)
         pages = FormPages(set(), set())
-        for index, page in enumerate(reader.pages):
-            contents = page.get_contents()
-            names = _names(contents.get_data() if contents is not None else b"")  # the page's content, read once
-            resources = _resolved(page.get("/Resources"))
-            if counter.exhausted or counter.page(names, resources) + counter.appearances(page, resources) > limit:
+        for index in range(len(reader.pages)):
+            try:
+                page = reader.pages[index]
+                contents = page.get_contents()
+                names = _names(contents.get_data() if contents is not None else b"")  # the page's content, once
+                resources = _resolved(page.get("/Resources"))
+                drawings = counter.page(names, resources) + counter.appearances(page, resources)
+                if counter.exhausted or drawings > limit:
+                    pages.over.add(index)
+                elif counter.unreached_text(names, resources):
+                    pages.unreached.add(index)
+            except Exception:  # a page pypdf cannot count (it raises many kinds): not loaded, its neighbours are
                 pages.over.add(index)
-            elif counter.unreached_text(names, resources):
-                pages.unreached.add(index)
         return pages
-    except Exception:  # pypdf raises many kinds on a damaged file (and RecursionError): pdfium then decides, as before
+    except Exception:  # pypdf cannot open the file (it raises many kinds, and RecursionError): pdfium decides
         return None
 
 
@@ -131,6 +141,7 @@ class _DrawingCounter:
         self._glyph_memo: dict[tuple[int, int], int] = {}  # (id(Type 3 font), id(resources)) -> its glyphs' drawings
         self._keep: list[Any] = []  # what an id() above names stays alive while the ids are keys
         self._keys: dict[bytes, str] = {}  # a name's bytes in content -> its key in a pypdf dictionary
+        self._appearances: set[int] = set()  # id() of annotation appearance streams (forms once drawn in)
 
     def page(self, names: Counter[bytes], resources: Any) -> int:
         """The drawings parsed for a page whose content draws ``names`` with ``resources``."""
@@ -141,7 +152,8 @@ class _DrawingCounter:
         the page (``FPDFPage_Flatten``) before it loads it again, each a form. Every state of each counts (pdfium
         draws one: this counts high)."""
         total = 0
-        for entry in _resolved(page.get("/Annots")) or ():
+        annotations = _resolved(page.get("/Annots"))
+        for entry in annotations if isinstance(annotations, list) else ():  # pdfium reads no other kind
             self.work += 1
             if self.work > _WORK:
                 self.exhausted = True
@@ -154,6 +166,8 @@ class _DrawingCounter:
             states = [normal] if hasattr(normal, "get_data") else [_resolved(v) for v in normal.values()]
             for form in states:
                 if hasattr(form, "get_data"):
+                    self._appearances.add(id(form))  # pdfium makes it a form when it draws it in
+                    self._keep.append(form)
                     total += 1 + self._form(form, resources, 1)
             if total > self.limit:
                 return self.limit + 1
@@ -222,7 +236,9 @@ class _DrawingCounter:
     def _form_named(self, xobjects: Any, name: bytes) -> Any:
         """The form XObject ``name`` stands for in ``xobjects``, or None (missing, or another kind of XObject)."""
         form = _resolved(xobjects.get(self._key(name)))
-        return form if form is not None and _resolved(form.get("/Subtype")) == "/Form" else None
+        if form is None or not hasattr(form, "get"):
+            return None
+        return form if _resolved(form.get("/Subtype")) == "/Form" or id(form) in self._appearances else None
 
     def _key(self, name: bytes) -> str:
         """``name`` as pypdf spells the same name read from a dictionary (``NameObject.read_from_stream``)."""

@@ -32,14 +32,14 @@ from extract_fn.formats import pdf_filters
 # ``stream`` and its end of line; an ``endstream`` match is skipped after the search (a look-behind at the start of
 # the pattern keeps the regex engine from searching for the literal: 95 ms against 2.5 ms for 6 MB).
 _STREAM: Final = re.compile(rb"stream(?:\r\n|\n|\r)")
-_DICT_WINDOW: Final = 4096  # bytes before ``stream`` searched for its dictionary
+_OBJ_WINDOW: Final = 4096  # bytes of an object read where it is looked up (a filter's, a number's)
+_DICT_WINDOW: Final = 1 << 20  # bytes before ``stream`` searched for its object's header (rfind: nothing copied)
+_OBJ_KEYWORD: Final = re.compile(rb"(?:^|[\s>\]])\d+\s+\d+\s+\Z")  # "N G " right before an "obj" keyword
 # The /Filter entry: a name, an array of names, or a reference to either (found as its ``N G obj`` in the file when
 # it is not inside an object stream). Names are read as pdfium reads them: "#xx" is an escaped byte.
-_FILTER: Final = re.compile(rb"/Filter\s*(\[[^\]]{0,512}\]|/[^\s/\[\]<>(){}%]*|\d+\s+\d+\s+R)")
 _FILTER_ITEM: Final = re.compile(rb"/[^\s/\[\]<>(){}%]*|\d+\s+\d+\s+R")
 _NAME_ESCAPE: Final = re.compile(rb"#([0-9A-Fa-f]{2})")
 _REFERENCE: Final = re.compile(rb"(\d+)\s+(\d+)\s+R")
-_EARLY_CHANGE_OFF: Final = re.compile(rb"/EarlyChange\s+0\b")
 _IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
 _OBJSTM: Final = re.compile(rb"/Type\s*/ObjStm\b")
 _OBJSTM_BYTES: Final = 16 * 1024 * 1024
@@ -78,10 +78,15 @@ def stored_body(data: bytes, start: int) -> bytes:
 
 
 def _dictionary(data: bytes, start: int) -> bytes:
-    """The bytes between the last ``obj`` keyword before ``start`` and ``start`` (the stream's dictionary)."""
-    window = data[max(0, start - _DICT_WINDOW) : start]
-    at = window.rfind(b"obj")
-    return window[at:] if at >= 0 else window
+    """The stream's dictionary: the bytes from its object's ``N G obj`` (the last before ``start`` whose number and
+    generation stand before it, so a name ``/obj`` in the dictionary does not cut it) to ``start``, within
+    ``_DICT_WINDOW`` (else the last 4 KB)."""
+    low = max(0, start - _DICT_WINDOW)
+    at = start
+    while (at := data.rfind(b"obj", low, at)) >= 0:
+        if _OBJ_KEYWORD.search(data, max(0, at - 32), at) is not None:
+            return data[at:start]
+    return data[max(0, start - 4096) : start]
 
 
 def check_streams(
@@ -115,47 +120,50 @@ def check_streams(
         layers = _filters(data, head)
         if not layers:
             continue
-        meter = pdf_filters.Meter()
         if layers[0] == pdf_filters.FLATE:  # zlib finds where its data ends
-            source = _pieces(data, start, len(data))
+            body, begin, end = data, start, len(data)
         else:
             body = stored_body(data, start)
             if _most_output(layers, body) <= skip_below:
                 continue
-            source = _pieces(body, 0, len(body))
-        decoded = pdf_filters.chain(
-            layers,
-            source,
-            meter,
-            out_chunk=_OUT_CHUNK,
-            max_layer_bytes=max_stream_bytes,
-            early_change=_EARLY_CHANGE_OFF.search(head) is None,
-        )
-        size = operators = 0
-        try:
-            for out in decoded:
-                size += len(out)
-                total += len(out)
-                operators += _text_operators(out)
-                if size > ratio_floor and size > max_ratio * max(1, meter.consumed):
-                    return StreamProblem(
-                        f"compressed stream {number} of the PDF inflates more than {max_ratio:g} times its size "
-                        f"(past {ratio_floor:,} bytes), over this service's limit (a decompression bomb?)"
-                    )
-                if size > max_stream_bytes:
-                    raise pdf_filters.LayerTooLarge
-                if total > max_total_bytes:
-                    return StreamProblem(
-                        f"the PDF's compressed streams inflate to more than {max_total_bytes:,} bytes in all, over "
-                        "this service's limit"
-                    )
-                if operators > max_text_operators:
-                    return _too_many_operators(number, max_text_operators)
-        except pdf_filters.LayerTooLarge:
-            return StreamProblem(
-                f"compressed stream {number} of the PDF inflates to more than {max_stream_bytes:,} bytes, "
-                "over this service's limit (a decompression bomb?)"
+            begin, end = 0, len(body)
+        # LZW is decoded with either code-width rule (EarlyChange 1 and 0): how pdfium reads /DecodeParms (escaped
+        # names, references, arrays, "00") is not read here, and the larger size counts.
+        for early_change in (True, False) if pdf_filters.LZW in layers else (True,):
+            meter = pdf_filters.Meter()
+            decoded = pdf_filters.chain(
+                layers,
+                _pieces(body, begin, end),
+                meter,
+                out_chunk=_OUT_CHUNK,
+                max_layer_bytes=max_stream_bytes,
+                early_change=early_change,
             )
+            size = operators = 0
+            try:
+                for out in decoded:
+                    size += len(out)
+                    total += len(out)
+                    operators += _text_operators(out)
+                    if size > ratio_floor and size > max_ratio * max(1, meter.consumed):
+                        return StreamProblem(
+                            f"compressed stream {number} of the PDF inflates more than {max_ratio:g} times its size "
+                            f"(past {ratio_floor:,} bytes), over this service's limit (a decompression bomb?)"
+                        )
+                    if size > max_stream_bytes:
+                        raise pdf_filters.LayerTooLarge
+                    if total > max_total_bytes:
+                        return StreamProblem(
+                            f"the PDF's compressed streams inflate to more than {max_total_bytes:,} bytes in all, "
+                            "over this service's limit"
+                        )
+                    if operators > max_text_operators:
+                        return _too_many_operators(number, max_text_operators)
+            except pdf_filters.LayerTooLarge:
+                return StreamProblem(
+                    f"compressed stream {number} of the PDF inflates to more than {max_stream_bytes:,} bytes, "
+                    "over this service's limit (a decompression bomb?)"
+                )
     return None
 
 
@@ -169,7 +177,7 @@ def _parsed_as_content(data: bytes) -> set[bytes]:
     _content_refs(data, numbers, arrays)
     budget = _OBJSTM_BYTES  # all object streams together: each is read and let go
     for m in _OBJSTM.finditer(data):
-        begin = _STREAM.search(data, m.end(), m.end() + _DICT_WINDOW)
+        begin = _STREAM.search(data, m.end(), m.end() + _OBJ_WINDOW)
         if begin is None or budget <= 0:
             continue
         try:
@@ -196,32 +204,29 @@ def _content_refs(text: bytes, numbers: set[bytes], arrays: dict[bytes, bytes]) 
 
 def _object_number(data: bytes, start: int) -> bytes | None:
     """The number of the object whose stream starts at ``start`` (its ``N G obj``), or None."""
-    window = data[max(0, start - _DICT_WINDOW) : start]
+    window = data[max(0, start - _OBJ_WINDOW) : start]
     at = window.rfind(b"obj")
     m = _OBJ_HEADER.search(window[max(0, at - 32) : at]) if at >= 0 else None
     return m.group(1) if m is not None else None
 
 
 def _filters(data: bytes, head: bytes) -> list[str] | None:
-    """The filters pdfium decodes a stream through, in order, as ``pdf_filters`` names them: the /Filter name or
-    array (a reference resolved where its object is outside object streams, else tried as Flate), /Crypt left out,
-    and cut before the first image filter (pdfium hands the data decoded so far to the image decoder, or to the
-    content parser). None: no filter pdfium decodes, or an array with another filter before its last (pdfium then
-    decodes nothing)."""
-    m = _FILTER.search(unescape_names(head))
-    if m is None:
+    """The filters pdfium decodes a stream through, in order, as ``pdf_filters`` names them: the dictionary's own
+    /Filter (``top_level_value``: not one in a nested dictionary, the last where a key repeats, comments skipped),
+    a name or an array, each reference resolved where its object is outside object streams (else tried as Flate),
+    /Crypt left out, and cut before the first image filter (pdfium hands the data decoded so far to the image
+    decoder, or to the content parser). None: no filter pdfium decodes, or an array with another filter before its
+    last (pdfium then decodes nothing)."""
+    value = top_level_value(head, b"/Filter")
+    if value is None:
         return None
-    value = m.group(1)
-    ref = _REFERENCE.fullmatch(value)
-    if ref is not None:
-        resolved = _object_body(data, ref.group(1), ref.group(2))
-        if resolved is None:
-            return [pdf_filters.FLATE]
-        value = unescape_names(resolved)
-    names = _FILTER_ITEM.findall(value)
+    value = _resolved_name(data, value)
+    if value is None:
+        return [pdf_filters.FLATE]
+    names = [_resolved_name(data, item) for item in _FILTER_ITEM.findall(_COMMENT.sub(b" ", value))]
     layers: list[str] = []
     for at, name in enumerate(names):
-        if _REFERENCE.fullmatch(name):
+        if name is None:  # a reference this pass cannot resolve: tried as Flate (one that is not stops at once)
             layers.append(pdf_filters.FLATE)
         elif name in pdf_filters.NAMES:
             layers.append(pdf_filters.NAMES[name])
@@ -230,6 +235,60 @@ def _filters(data: bytes, head: bytes) -> list[str] | None:
                 return None
             break
     return layers or None
+
+
+def _resolved_name(data: bytes, value: bytes) -> bytes | None:
+    """``value`` with its name escapes read, a reference (``N G R``) replaced by its object's body (None where it
+    cannot be found, as inside an object stream)."""
+    ref = _REFERENCE.fullmatch(value.strip())
+    if ref is None:
+        return unescape_names(value.strip())
+    body = _object_body(data, ref.group(1), ref.group(2))
+    return unescape_names(body.strip()) if body is not None else None
+
+
+_COMMENT: Final = re.compile(rb"%[^\r\n]*")
+# A dictionary's tokens as far as finding its own keys needs them: comments, literal strings (one level of nested
+# parentheses, escapes), hex strings, dictionary brackets, names, and anything else up to a delimiter.
+_TOKEN: Final = re.compile(
+    rb"%[^\r\n]*|\((?:\\.|[^\\()]|\((?:\\.|[^\\()])*\))*\)|<<|>>|<[0-9A-Fa-f\s]*>|\[|\]|/[^\s/\[\]<>(){}%]*"
+    rb"|[^\s/\[\]<>(){}%]+",
+    re.S,
+)
+_VALUE: Final = re.compile(rb"\s*(?:%[^\r\n]*\s*)*(\d+\s+\d+\s+R|/[^\s/\[\]<>(){}%]*|\[)")
+
+
+def top_level_value(head: bytes, key: bytes) -> bytes | None:
+    """The value of ``key`` (a name, as pdfium reads names) in the stream's own dictionary, the first ``<<`` of
+    ``head``: not in a dictionary nested in it, the last where the key repeats (pdfium keeps the last); a name, a
+    reference or an array's bytes (to its ``]``, a comment or string in it skipped), or None."""
+    depth = 0
+    found: bytes | None = None
+    for m in _TOKEN.finditer(head):
+        token = m.group()
+        if token == b"<<":
+            depth += 1
+        elif token == b">>":
+            depth -= 1
+            if depth <= 0:
+                break
+        elif depth == 1 and token[:1] == b"/" and unescape_names(token) == key:
+            value = _VALUE.match(head, m.end())
+            if value is not None:
+                found = value.group(1) if value.group(1) != b"[" else _array(head, value.end())
+    return found
+
+
+def _array(head: bytes, at: int) -> bytes:
+    """The bytes of the array whose ``[`` ends before ``at``, to its ``]`` (strings and comments skipped over)."""
+    parts = []
+    for m in _TOKEN.finditer(head, at):
+        token = m.group()
+        if token == b"]":
+            break
+        if token[:1] not in (b"%", b"("):
+            parts.append(token)
+    return b" ".join(parts)
 
 
 def _most_output(layers: list[str], body: bytes) -> float:
@@ -257,7 +316,7 @@ def _object_body(data: bytes, number: bytes, generation: bytes) -> bytes | None:
         at = data.rfind(b"\r" + number + b" " + generation + b" obj")
     if at < 0:
         return None
-    body = data[at : at + _DICT_WINDOW]
+    body = data[at : at + _OBJ_WINDOW]
     end = body.find(b"endobj")
     return body[body.index(b"obj") + 3 : end if end >= 0 else len(body)]
 
