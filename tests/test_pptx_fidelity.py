@@ -419,3 +419,30 @@ def test_slide_comments_legacy_and_modern_are_read_with_their_authors() -> None:
         if b.get("attrs", {}).get("part") == "comment"
     ]
     assert comments == [(1, "Check the revenue number", "Ann"), (2, "Use the new logo", "Bob"), (2, "Done", "Ann")]
+
+
+def test_a_comments_part_shared_by_every_slide_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """400 slides pointing at one part of 100,000 comments held a worker past its timeout: it was parsed per slide."""
+    prs = Presentation()
+    for k in range(5):
+        prs.slides.add_slide(prs.slide_layouts[5]).shapes.title.text = f"Slide {k}"
+    p_ns = "http://schemas.openxmlformats.org/presentationml/2006/main"
+    kind = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/comments"
+
+    def rel(xml: str) -> str:
+        target = "../comments/comment1.xml"
+        return xml.replace(
+            "</Relationships>", f'<Relationship Id="rId90" Type="{kind}" Target="{target}"/></Relationships>'
+        )
+
+    edits: dict[str, Callable[[str], str] | bytes] = {f"ppt/slides/_rels/slide{k}.xml.rels": rel for k in range(1, 6)}
+    edits["ppt/comments/comment1.xml"] = (
+        f'<p:cmLst xmlns:p="{p_ns}"><p:cm><p:text>Shared</p:text></p:cm></p:cmLst>'.encode()
+    )
+    data = _patch(_save(prs), edits)
+    parsed: list[str] = []
+    real = pptx_format.parse_part
+    monkeypatch.setattr(pptx_format, "parse_part", lambda zf, name, kind: parsed.append(name) or real(zf, name, kind))
+    a = run(data)
+    assert [b["text"] for b in a["blocks"] if b.get("attrs", {}).get("part") == "comment"] == ["Shared"] * 5
+    assert parsed.count("ppt/comments/comment1.xml") == 1

@@ -336,6 +336,7 @@ class _Deck:
         self.master: Any = None
         self.slide_no = ""  # the number the slide being read shows (its slide-number fields)
         self.authors: dict[str, str] | None = None  # comment author id -> name, read on the first comment
+        self.comment_parts: dict[str, list[tuple[str, str | None]]] = {}  # comments part -> its comments
         self.masters_of: dict[tuple[str, str], str | None] = {}  # (layout part, relationship type) -> its target
         # (layout, master, placeholder idx, type) -> the list styles it inherits: a deck's slides share a few layouts
         self.inherited: dict[tuple[int, int, str | None, str], InheritedBullets] = {}
@@ -667,25 +668,34 @@ class _Deck:
         gives none (the slide's own content is read)."""
         out: list[tuple[str, str | None]] = []
         for rtype, target in rels.values():
-            if rtype != "comments" or not has_member(self.zf, target):
+            if rtype == "comments" and has_member(self.zf, target):
+                out.extend(self.comment_part(target))
+        return out
+
+    def comment_part(self, target: str) -> list[tuple[str, str | None]]:
+        """A comments part's comments, read once (slides may share one part)."""
+        known = self.comment_parts.get(target)
+        if known is not None:
+            return known
+        out: list[tuple[str, str | None]] = []
+        self.comment_parts[target] = out
+        try:
+            root = parse_part(self.zf, target, KIND)
+        except DtdRefused:
+            raise
+        except ExtractionError:
+            return out
+        for el in root.iter():
+            if not isinstance(el.tag, str) or local(el.tag) not in ("cm", "reply"):
                 continue
-            try:
-                root = parse_part(self.zf, target, KIND)
-            except DtdRefused:
-                raise
-            except ExtractionError:
-                continue
-            for el in root.iter():
-                if not isinstance(el.tag, str) or local(el.tag) not in ("cm", "reply"):
-                    continue
-                legacy = _child(el, "text")
-                if legacy is not None:
-                    text = (legacy.text or "").strip()
-                else:
-                    body = _child(el, "txBody")
-                    text = "\n".join(p for p in _paragraphs(body) if p) if body is not None else ""
-                if text:
-                    out.append((text, self.comment_author(el.get("authorId"))))
+            legacy = _child(el, "text")
+            if legacy is not None:
+                text = (legacy.text or "").strip()
+            else:
+                body = _child(el, "txBody")
+                text = "\n".join(p for p in _paragraphs(body) if p) if body is not None else ""
+            if text:
+                out.append((text, self.comment_author(el.get("authorId"))))
         return out
 
     def comment_author(self, author_id: str | None) -> str | None:
