@@ -81,6 +81,25 @@ def test_html_select_of_100000_options_is_parsed_in_linear_time(pool: WorkerPool
     assert any(w.startswith(f"{blanked:,} options of long selects") for w in artifact["warnings"])
 
 
+def test_html_of_a_million_unclosed_tags_is_answered(pool: WorkerPool) -> None:
+    """2 MB of ``<o`` with no ``>``: the depth scan's tag pattern ran from each ``<`` to the end of the text (past the
+    timeout); a tag now stops at the next ``<``."""
+    artifact = _artifact(pool, "html", b"<o" * 1_000_000)
+    assert artifact["coverage"]["complete"] is True
+
+
+def test_html_srcdoc_documents_past_100_are_a_failed_entry() -> None:
+    """Each srcdoc is a parse of its own (500,000 of them in 15 MB took 18.5 s): the first 100 are read."""
+    from extract_fn.formats import html_format
+
+    page = "".join(f"<iframe srcdoc='<p>frame {k}'></iframe>" for k in range(150)).encode()
+    artifact = html_format.extract(page, ExtractRequest(format="html"))
+    assert [b["text"] for b in artifact["blocks"]] == [f"frame {k}" for k in range(100)]
+    assert artifact["coverage"]["failed"] == [
+        {"unit": "iframe srcdoc documents", "reason": "not extracted: past the first 100 in the file"}
+    ]
+
+
 def test_markdown_html_block_of_300000_nested_divs_gets_a_depth_cap(pool: WorkerPool) -> None:
     """3.3 MB; Lexbor's cost grows with depth squared (100,000 took 11-30 s here, 300,000 minutes) before markdown's
     HTML blocks got a depth cap (now ``markdown_html_max_nesting_depth``: past it, tags dropped, text kept)."""

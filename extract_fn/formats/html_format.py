@@ -532,6 +532,9 @@ _OPTIONS: Final = frozenset({"option", "optgroup"})
 _SVG_SHOWN: Final = frozenset({"text", "foreignObject"})  # inside an svg, only these render their text
 _SVG_UNSHOWN: Final = frozenset({"title", "desc", "metadata"})  # not rendered, even inside a text element
 _MAX_SRCDOC_DEPTH: Final = 8  # iframes read inside iframes' srcdoc
+# srcdoc documents read in one file: each is a parse of its own and a copy of the page's open sections (500,000
+# of them in 15 MB took 18.5 s); past it, one failed entry says the rest were not read.
+_MAX_SRCDOCS: Final = 100
 # input types whose value (or, when it is empty, placeholder) shows as text; any unknown type is a text field too
 _NO_TEXT_INPUTS: Final = frozenset({"hidden", "checkbox", "radio", "range", "color", "file", "image"})
 _BUTTON_INPUTS: Final = {"submit": "Submit", "reset": "Reset", "button": ""}  # the label with no value attribute
@@ -777,6 +780,7 @@ class _Walker:
         self.mute = 0  # hidden + whether visibility or SVG hides the text here: text is read while it is 0
         self.selects: list[set[int] | None] = []  # the open selects' shown options (_shown_options)
         self.srcdoc_depth = 0
+        self.srcdocs = [0]  # srcdoc documents read in the file (shared with the walkers of table cells' srcdocs)
         self.pre = 0
         self.quote = 0
         self.list_depth = 0
@@ -1028,6 +1032,8 @@ class _Walker:
                 "the srcdoc of an iframe",
                 f"not extracted: iframes nested more than {_MAX_SRCDOC_DEPTH} deep in srcdoc documents",
             )
+            return
+        if not _take_srcdoc(self.srcdocs, self.fail):
             return
         html, _ = cut_deep_nesting(srcdoc, self.limits.html_max_nesting_depth)
         tree = LexborHTMLParser(html)
@@ -1440,7 +1446,7 @@ class _TableReader:
             srcdoc = attrs.get("srcdoc") if attrs else None
             if srcdoc is None or target is None:
                 return
-            text = _fragment_text(srcdoc, self.w.limits, self.w.srcdoc_depth + 1, self.w.b)
+            text = _fragment_text(srcdoc, self.w.limits, self.w.srcdoc_depth + 1, self.w.b, self.w.srcdocs)
             where = None
         else:
             shown = _input_text(attrs) if target is not None else None
@@ -1674,23 +1680,38 @@ def _walk_tree(tree: LexborHTMLParser, walker: _Walker) -> None:
     walker.flush()
 
 
-def _fragment_text(html: str, limits: Limits, srcdoc_depth: int, builder: ArtifactBuilder) -> str:
+def _fragment_text(html: str, limits: Limits, srcdoc_depth: int, builder: ArtifactBuilder, srcdocs: list[int]) -> str:
     """The text an iframe's srcdoc shows, its blocks' texts joined by newlines (inside a table cell); past
-    ``_MAX_SRCDOC_DEPTH`` nested srcdoc documents, nothing, and a ``failed`` entry in ``builder``."""
+    ``_MAX_SRCDOC_DEPTH`` nested srcdoc documents, or ``_MAX_SRCDOCS`` in the file (``srcdocs`` counts them),
+    nothing, and a ``failed`` entry in ``builder``."""
     if srcdoc_depth > _MAX_SRCDOC_DEPTH:
         builder.fail(
             "the srcdoc of an iframe",
             f"not extracted: iframes nested more than {_MAX_SRCDOC_DEPTH} deep in srcdoc documents",
         )
         return ""
+    if not _take_srcdoc(srcdocs, builder.fail):
+        return ""
     html, _ = cut_deep_nesting(html, limits.html_max_nesting_depth)
     tree = LexborHTMLParser(html)
     sub = ArtifactBuilder("html", parser=PARSER, parser_version=PARSER_VERSION, unit="chars")
     walker = _Walker(sub, OutputBudget(1 << 62, 0), None, None, limits)
     walker.srcdoc_depth = srcdoc_depth
+    walker.srcdocs = srcdocs
     walker.fail = builder.fail
     _run(tree, walker)
     return "\n".join(b["text"] for b in sub.blocks if b["text"])
+
+
+def _take_srcdoc(srcdocs: list[int], fail: Any) -> bool:
+    """Whether one more srcdoc document may be read (``_MAX_SRCDOCS`` in a file); the first past it is a failed
+    entry for all the rest."""
+    srcdocs[0] += 1
+    if srcdocs[0] <= _MAX_SRCDOCS:
+        return True
+    if srcdocs[0] == _MAX_SRCDOCS + 1:
+        fail("iframe srcdoc documents", f"not extracted: past the first {_MAX_SRCDOCS} in the file")
+    return False
 
 
 def visible_text(html: str, limits: Limits) -> tuple[str, bool]:
@@ -1708,7 +1729,9 @@ def visible_text(html: str, limits: Limits) -> tuple[str, bool]:
 # HTML5 parsers have no depth limit, and Lexbor's tree building grows with depth squared (200,000 nested <div>s take
 # minutes). Tags past this depth are blanked out before parsing: same length, newlines kept, so every offset and line
 # number of the source still holds; their text stays in the enclosing element.
-_TAG_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)[^>]*>")
+# A tag runs to its ">" without another "<" in it: a "<" with no ">" after it (a hostile page of "<o<o<o...") makes
+# each try stop at the next "<", not scan to the end of the text (1 MB of them took past the timeout before).
+_TAG_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)[^<>]*>")
 # Void elements and elements whose end tag may be left out (a browser closes them implicitly) do not count as depth.
 _FLAT_ELEMENTS: Final = frozenset(
     [
@@ -1754,7 +1777,7 @@ _NOT_NEWLINE: Final = re.compile(r"[^\r\n]")
 
 # _TAG_RE's matches (the same spans), as (end-tag slash, name, "/" when the tag ends with "/>"): findall's tuples,
 # with no match object per tag.
-_TAG_PARTS_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?:[^>]*(/)|[^>]*)>")
+_TAG_PARTS_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?:[^<>]*(/)|[^<>]*)>")
 
 
 def _deeper_than(text: str, max_depth: int) -> bool:
