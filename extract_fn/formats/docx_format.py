@@ -1256,6 +1256,9 @@ def _part_rels(doc: _Doc, part: str) -> dict[str, str]:
     return {rid: target for rid, _t, target in read_rels(doc.zf, part, KIND)}
 
 
+_HDR_TYPES = frozenset({"default", "first", "even"})  # w:type's values (ST_HdrFtr)
+
+
 def _headers_footers(doc: _Doc, root: Any, by_type: dict[str, list[str]]) -> bool:
     """Headers and footers Word shows, once per part, in the order the sections reference them (then any part no
     section references). A section shows its default header and footer; its first-page ones only with
@@ -1275,10 +1278,12 @@ def _headers_footers(doc: _Doc, root: Any, by_type: dict[str, list[str]]) -> boo
             name = local(ref.tag)
             if name in ("headerReference", "footerReference"):
                 target = main_rels.get(r_attr(ref, "id") or "")
+                htype = _attr(ref, "type") or "default"
                 if target:
-                    key = (name[:6], _attr(ref, "type") or "default")
-                    current[key] = target
                     referenced.add(target)
+                if target and htype in _HDR_TYPES:  # another type Word never shows (and keying on it is quadratic)
+                    key = (name[:6], htype)
+                    current[key] = target
                     own.append(key)
                     if key[1] == "even" and even_odd is None:
                         settings = _optional_part(doc.zf, doc.settings)

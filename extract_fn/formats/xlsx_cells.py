@@ -157,11 +157,14 @@ def column_sources(
     out: dict[int, CellSource] = {}
     pos = 0
     col = letters.encode("ascii")
+    elsewise: dict[bytes, int] | None = None  # the column's cells by r, however quoted: indexed at the first miss
     for row in rows:
         name = col + str(row).encode("ascii")
-        hit = xml.find(b' r="' + name + b'"', pos)
-        if hit < 0:
-            hit = _find_anywhere(xml, name)
+        hit = xml.find(b' r="' + name + b'"', pos) if elsewise is None else -1
+        if hit < 0:  # (after a first miss, the index only: a find to the end at each would be quadratic)
+            if elsewise is None:
+                elsewise = _find_anywhere(xml, col)
+            hit = elsewise.get(name, -1)
             if hit < 0:
                 continue
         start = xml.rfind(b"<", 0, hit)
@@ -189,10 +192,13 @@ def column_sources(
     return out
 
 
-def _find_anywhere(xml: bytes, name: bytes) -> int:
-    """Where a cell's ``r`` attribute is, written otherwise than `` r="A1"`` (single quotes, spaces), or -1."""
-    m = re.search(rb"\sr\s*=\s*[\"']" + name + rb"[\"']", xml)
-    return m.start() if m is not None else -1
+def _find_anywhere(xml: bytes, col: bytes) -> dict[bytes, int]:
+    """Cell name (``A1``) -> where its first ``r`` attribute is, for column ``col``'s cells, however written
+    (single quotes, spaces): one pass over the sheet (not one a cell, which is quadratic)."""
+    out: dict[bytes, int] = {}
+    for m in re.finditer(rb"\sr\s*=\s*[\"'](" + re.escape(col) + rb"[0-9]+)[\"']", xml):
+        out.setdefault(m.group(1), m.start())
+    return out
 
 
 @dataclass

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from extract_fn.formats.ooxml_text import local
+from extract_fn.formats.ooxml_text import local, uint_attr
 from extract_fn.formats.output_budget import OutputBudget
 from extract_fn.formats.xlsx_drawings import Book, add_text
 from shared.artifact_builder import ArtifactBuilder, make_locator
@@ -101,8 +101,8 @@ def _notes(builder: ArtifactBuilder, book: Book, part: str, sheet: str) -> list[
                 if where is None or body is None:
                     continue
                 text = _rich_text(body)
-                aid = c.get("authorId") or ""
-                author = authors[int(aid)] if aid.isdigit() and int(aid) < len(authors) else ""
+                aid = uint_attr(c.get("authorId"))
+                author = authors[aid] if aid is not None and aid < len(authors) else ""
                 attrs: dict[str, Any] = {"kind": "note"}
                 if author.startswith(_THREAD_NOTE):
                     attrs["thread_copy"] = True
@@ -118,6 +118,7 @@ def _threads(builder: ArtifactBuilder, book: Book, part: str, sheet: str, person
     if root is None:
         return []
     by_cell: dict[str, _Comment] = {}
+    lines: dict[str, list[str]] = {}  # a thread's lines, joined once (not a copy of the text at each reply)
     for el in root:
         if local(el.tag) != "threadedComment":
             continue
@@ -132,9 +133,12 @@ def _threads(builder: ArtifactBuilder, book: Book, part: str, sheet: str, person
         if thread is None:
             attrs: dict[str, Any] = {"kind": "thread", **({"author": author} if author else {}), "replies": 0}
             by_cell[where[2]] = _Comment(*where, line, attrs)
+            lines[where[2]] = [line]
         else:
-            thread.text += "\n" + line
+            lines[where[2]].append(line)
             thread.attrs["replies"] += 1
+    for cell, thread in by_cell.items():
+        thread.text = "\n".join(lines[cell])
     return list(by_cell.values())
 
 
@@ -184,10 +188,8 @@ def add_sheet_comments(
 _HEADER_FOOTER = re.compile(
     rb"<(?:[A-Za-z_][\w.-]*:)?headerFooter\b([^>]*?)(?:/>|>(.*?)</(?:[A-Za-z_][\w.-]*:)?headerFooter>)", re.DOTALL
 )
-_HF_PART = re.compile(
-    rb"<(?:[A-Za-z_][\w.-]*:)?(odd|even|first)(Header|Footer)(?:\s[^>]*)?>(.*?)</(?:[A-Za-z_][\w.-]*:)?\1\2>",
-    re.DOTALL,
-)
+# a part's opening tag (group 1 empty; a self-closing one has group 4 ending in "/") or closing tag (group 4 None)
+_HF_TAG = re.compile(rb"<(/?)(?:[A-Za-z_][\w.-]*:)?(odd|even|first)(Header|Footer)(\s[^>]*)?>")
 _FIELDS: Final = {
     "P": "&[Page]",
     "N": "&[Pages]",
@@ -248,6 +250,29 @@ def header_footer(xml: bytes) -> bytes | None:
     return m.group(0) if m is not None else None
 
 
+def _hf_parts(xml: bytes) -> list[tuple[tuple[bytes, bytes], bytes]]:
+    """Each ``oddHeader`` ... ``firstFooter`` element's (name, contents), in order: one pass over the tags. An
+    opening tag is matched with the first closing tag of its name after it; one that has none, or is self-closing,
+    opens nothing (a search per opening tag to the end for its close would be quadratic)."""
+    tags = list(_HF_TAG.finditer(xml))
+    last_close: dict[tuple[bytes, bytes], int] = {}
+    for t in tags:
+        if t.group(1) and t.group(4) is None:
+            last_close[t.group(2), t.group(3)] = t.start()
+    out: list[tuple[tuple[bytes, bytes], bytes]] = []
+    open_name: tuple[bytes, bytes] | None = None
+    open_end = 0
+    for t in tags:
+        name = (t.group(2), t.group(3))
+        if open_name is None:
+            if not t.group(1) and not (t.group(4) or b"").endswith(b"/") and last_close.get(name, -1) >= t.end():
+                open_name, open_end = name, t.end()
+        elif name == open_name and t.group(1) and t.group(4) is None:
+            out.append((name, xml[open_end : t.start()]))
+            open_name = None
+    return out
+
+
 def add_header_footer(
     builder: ArtifactBuilder, budget: OutputBudget, book: Book, *, sheet: str, element: bytes | None
 ) -> None:
@@ -264,10 +289,10 @@ def add_header_footer(
     if re.search(rb"\bdifferentFirst\s*=\s*[\"'](?:1|true)[\"']", flags):
         used.add("first")
     found: dict[tuple[str, str], str] = {}
-    for p in _HF_PART.finditer(m.group(2)):
-        which, part = p.group(1).decode(), p.group(2).decode().lower()
+    for (which_b, part_b), body in _hf_parts(m.group(2)):
+        which, part = which_b.decode(), part_b.decode().lower()
         if which in used:
-            found.setdefault((part, which), html.unescape(p.group(3).decode("utf-8", "replace")))
+            found.setdefault((part, which), html.unescape(body.decode("utf-8", "replace")))
     left = 0
     for part in ("header", "footer"):
         for which in ("odd", "even", "first"):

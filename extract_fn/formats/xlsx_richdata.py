@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from extract_fn.formats.ooxml_drawing import r_attr
-from extract_fn.formats.ooxml_text import local
+from extract_fn.formats.ooxml_text import local, uint_attr
 from extract_fn.formats.safe_xml import DtdRefused
 from extract_fn.formats.xlsx_drawings import Book
 from shared.contract import ErrorCode, ExtractionError
@@ -99,12 +99,12 @@ class RichValues:
         for rv in root if root is not None else ():
             if local(rv.tag) != "rv":
                 continue
-            s = rv.get("s") or ""
-            stype, keys = structures[int(s)] if s.isdigit() and int(s) < len(structures) else ("", [])
+            s = uint_attr(rv.get("s"))
+            stype, keys = structures[s] if s is not None and s < len(structures) else ("", [])
             vals = dict(zip(keys, ((v.text or "") for v in rv if local(v.tag) == "v"), strict=False))
             if "image" in stype.lower():
-                index = vals.get(_IMAGE_KEY, "").strip()
-                part = images[int(index)] if index.isdigit() and int(index) < len(images) else None
+                index = uint_attr(vals.get(_IMAGE_KEY, "").strip())
+                part = images[index] if index is not None and index < len(images) else None
                 values.append(RichCell(True, " ".join(vals.get("Text", "").split()), part))
             elif vals.get("_DisplayString"):
                 values.append(RichCell(False, text=vals["_DisplayString"]))
@@ -145,7 +145,7 @@ def _value_metadata(root: Any) -> list[int | None]:
                     continue
                 rvb = next((d for d in bk.iter() if local(d.tag) == "rvb"), None)
                 i = (rvb.get("i") or "") if rvb is not None else ""
-                entries.append(int(i) if i.isdigit() and len(i) < 10 else None)
+                entries.append(uint_attr(i) if len(i) < 10 else None)
             future[el.get("name") or ""] = entries
         elif name == "valueMetadata":
             for bk in el:
@@ -156,10 +156,10 @@ def _value_metadata(root: Any) -> list[int | None]:
     out: list[int | None] = []
     for rec in records:
         index = None
-        if rec is not None and rec[0].isdigit() and rec[1].isdigit() and len(rec[1]) < 10:
-            t = int(rec[0]) - 1
+        t, v = (uint_attr(rec[0]), uint_attr(rec[1])) if rec is not None else (None, None)
+        if t is not None and v is not None:
+            t -= 1
             entries = future.get(types[t], []) if 0 <= t < len(types) else []
-            v = int(rec[1])
             index = entries[v] if v < len(entries) else None
         out.append(index)
     return out
