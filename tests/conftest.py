@@ -53,3 +53,17 @@ def ocr_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     config.ocr_settings.cache_clear()
     yield
     config.ocr_settings.cache_clear()
+
+
+HOSTILE_TIMEOUT_S = 30.0  # ~10x the slowest hostile answer on a loaded 2-core machine: a timeout is the bug
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[object]:
+    """A worker pool for the hostile-input tests: one worker, 2 GiB, a generous timeout whose answer fails a test
+    (the limit is the oracle, never an elapsed time)."""
+    from extract_fn.workers import WorkerPool
+
+    mib = 1024 * 1024
+    with WorkerPool(1, timeout_s=HOSTILE_TIMEOUT_S, memory_limit_bytes=2048 * mib, max_output_bytes=64 * mib) as p:
+        yield p

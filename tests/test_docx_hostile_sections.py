@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -21,19 +20,12 @@ from extract_fn.workers import WorkerPool
 from shared.artifact import validate_artifact
 
 MIB = 1024 * 1024
-GENEROUS_TIMEOUT_S = 30.0
 _W = (
     'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
     'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
 )
 _PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
 _REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[WorkerPool]:
-    with WorkerPool(1, timeout_s=GENEROUS_TIMEOUT_S, memory_limit_bytes=2048 * MIB, max_output_bytes=64 * MIB) as p:
-        yield p
 
 
 def _rels(*items: tuple[str, str, str]) -> str:

@@ -11,7 +11,6 @@ import binascii
 import io
 import zipfile
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -27,15 +26,6 @@ from shared.contract import ErrorCode, ExtractionError
 from tests import hostile_inputs as hi
 
 MIB = 1024 * 1024
-# ~10x the slowest of these answers on a loaded 2-core machine (3 s), and well under what each input cost before
-# its check (30 s to minutes): a timeout here is the old behaviour, and fails the test.
-GENEROUS_TIMEOUT_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[WorkerPool]:
-    with WorkerPool(1, timeout_s=GENEROUS_TIMEOUT_S, memory_limit_bytes=2048 * MIB, max_output_bytes=64 * MIB) as p:
-        yield p
 
 
 def _run(pool: WorkerPool, fmt: str, data: bytes) -> bytes:

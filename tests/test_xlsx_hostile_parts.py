@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -24,19 +23,12 @@ from extract_fn.workers import WorkerPool
 from shared.artifact import validate_artifact
 
 MIB = 1024 * 1024
-GENEROUS_TIMEOUT_S = 30.0
 _S = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
 _RD = "http://schemas.microsoft.com/office/spreadsheetml/2017/richdata"
 _PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
 _REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _A1 = '<row r="1"><c r="A1" t="inlineStr"><is><t>x</t></is></c></row>'
 _RICH_CELL = '<row r="1"><c r="A1" t="e" vm="1"><v>#VALUE!</v></c></row>'
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[WorkerPool]:
-    with WorkerPool(1, timeout_s=GENEROUS_TIMEOUT_S, memory_limit_bytes=2048 * MIB, max_output_bytes=64 * MIB) as p:
-        yield p
 
 
 def _rels(*items: tuple[str, str, str]) -> str:
