@@ -68,9 +68,9 @@ def test_input_value_and_labels() -> None:
     )
     a = run(src)
     assert texts(a) == ["Name: Ann & Bo", "x Send", "Submit Reset", "Search... v", "Password"]
-    first, second, labels, fields, password = a["blocks"]
+    first, submit, labels, fields, password = a["blocks"]
     assert span(src, first) == 'Name: <input value="  Ann &amp; Bo'  # to just past the value's last character
-    assert span(src, second) == "x <input type=submit value=Send"
+    assert span(src, submit) == "x <input type=submit value=Send"
     assert span(src, fields) == 'Search..."> <input value=v'
     assert span(src, password) == "Password"
     assert labels["locator"]["char_start"] == -1  # a default label has no source characters

@@ -1006,14 +1006,10 @@ class _Walker:
 
     def _input(self, attrs: dict[str, str | None]) -> None:
         """The text an input shows, as a piece of the run (placed at its attribute's characters in the source)."""
-        shown = _input_text(attrs)
-        src = self.source
-        if shown is None:
-            if src is not None:
-                src.input_tag()
+        placed = _placed_input(self.source, attrs)
+        if placed is None:
             return
-        text, attr = shown
-        where = src.input_value(attr, text) if src is not None else None
+        text, where = placed
         text = text.replace("\x00", "")
         if not text.strip():
             return
@@ -1449,13 +1445,12 @@ class _TableReader:
             text = _fragment_text(srcdoc, self.w.limits, self.w.srcdoc_depth + 1, self.w.b, self.w.srcdocs)
             where = None
         else:
-            shown = _input_text(attrs) if target is not None else None
-            if shown is None:
-                if source is not None:
-                    source.input_tag()
+            placed = _placed_input(source, attrs) if target is not None else None
+            if placed is None:
+                if target is None and source is not None:
+                    source.input_tag()  # not shown here: its tag is still stepped over
                 return
-            text, attr = shown
-            where = source.input_value(attr, text) if source is not None else None
+            text, where = placed
         if target is None or not text.strip():
             return
         target.append(f" {text} ")
@@ -1853,6 +1848,18 @@ def cut_deep_nesting(text: str, max_depth: int) -> tuple[str, bool]:
                 start = m.start()
                 return text[:start] + _TAG_RE.sub(" ", text[start:]), True
     return text, False
+
+
+def _placed_input(source: _SourceMap | None, attrs: dict[str, str | None]) -> tuple[str, tuple[int, int] | None] | None:
+    """The text an input shows and where its attribute's characters sit in the source (None: not placed), or None
+    when it shows none; either way its tag is stepped over in the source (every input takes one, in order)."""
+    shown = _input_text(attrs)
+    if shown is None:
+        if source is not None:
+            source.input_tag()
+        return None
+    text, attr = shown
+    return text, source.input_value(attr, text) if source is not None else None
 
 
 def _spanned(first: int, last: int, where: tuple[int, int] | None) -> tuple[int, int]:

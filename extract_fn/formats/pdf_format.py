@@ -84,7 +84,8 @@ from extract_fn.formats.pdf_matrix import apply as _apply
 from extract_fn.formats.pdf_matrix import mul as _mul
 from extract_fn.formats.pdf_page_count import declared_page_count
 from extract_fn.formats.pdf_streams import check_streams
-from extract_fn.limits import LIMITS, Limits
+from extract_fn.limits import Limits
+from extract_fn.ocr import NOTHING_FOUND
 from shared.artifact_builder import ArtifactBuilder, make_locator
 from shared.contract import LOST_ATTACHMENTS, LOST_OCR, LOST_TABLES, ErrorCode, ExtractionError
 
@@ -95,13 +96,9 @@ PARSER = "loom-pdf"
 PARSER_VERSION = f"1+pypdfium2-{pdfium.PYPDFIUM_INFO}"
 UNIT = "pages"
 
-_NOTHING_FOUND = "OCR found no text in this image"  # ocr.blocks.NOTHING_FOUND (not imported here: OCR loads lazily)
 SCANNED_REASON = "no text layer (scanned image); OCR not available"
 DRAWING_REASON = "no text layer (vector drawing); OCR not available"
-ANNOTATIONS_REASON = (
-    f"not read: the page has more than {LIMITS.pdf_max_annotations:,} annotations, past this service's limit for "
-    "drawing them into the page (their form values, notes and stamps); the page's own text is read"
-)
+
 DAMAGED_REASON = "the page cannot be read (damaged page)"
 CUT_REASON = "not extracted: the artifact reached its output size limit"
 UNREACHED_FORMS_REASON = (
@@ -243,7 +240,7 @@ class PageResult:
     reason: str = ""  # why a page not read ("skipped") is failed
     unreached_forms: bool = False  # text in forms drawn only deeper than pdfium reads (pdf_forms)
     attached: int = 0  # file attachment annotations on the page (files of their own)
-    annotations_over: bool = False  # more annotations than pdf_max_annotations: not drawn in, their text not read
+    annotations_over: int = 0  # past this many annotations (pdf_max_annotations) none was drawn in, nor read
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -320,6 +317,13 @@ def _attachments(builder: ArtifactBuilder, count: int) -> None:
             f"the PDF carries {count:,} embedded file{'' if count == 1 else 's'} (attachments, or a portfolio's "
             "documents), not read here: send each as a file of its own"
         )
+
+
+def _annotations_reason(limit: int) -> str:
+    return (
+        f"not read: the page has more than {limit:,} annotations, past this service's limit for drawing them into "
+        "the page (their form values, notes and stamps); the page's own text is read"
+    )
 
 
 def _too_many_pages(n_pages: int, limit: int) -> ExtractionError:
@@ -433,7 +437,7 @@ def _read_page(
     result = PageResult(index + 1)
     try:
         page, flattened, result.attached = _with_annotations(pdf, index, pdf[index], limits.pdf_max_annotations)
-        result.annotations_over = flattened is None
+        result.annotations_over = limits.pdf_max_annotations if flattened is None else 0
     except (pdfium.PdfiumError, ValueError, OSError):
         result.status = "damaged"
         return result
@@ -2079,7 +2083,7 @@ def _emit(
         if page.unreached_forms:
             builder.fail(f"page {p} deep forms", UNREACHED_FORMS_REASON)
         if page.annotations_over:
-            builder.fail(f"page {p} annotations", ANNOTATIONS_REASON)
+            builder.fail(f"page {p} annotations", _annotations_reason(page.annotations_over))
         if page.status == "plain":
             builder.warn(f"page {p} has broken geometry: its text is in content order, without layout")
         if page.unmapped:  # drawn, so seen: the page is read, and this unit of it is not
@@ -2143,7 +2147,7 @@ def _emit_ocr(builder: ArtifactBuilder, page: PageResult, stack: list[tuple[int,
         builder.fail(f"page {p}", SCANNED_REASON if page.status == "scanned" else DRAWING_REASON)
         return False
     if not page.ocr.blocks:
-        if page.status == "drawing" and page.ocr.reason == _NOTHING_FOUND:
+        if page.status == "drawing" and page.ocr.reason == NOTHING_FOUND:
             return True  # read: its drawing holds no text (a chart without labels, a decoration)
         builder.fail(f"page {p}", f"no text layer ({what}); {page.ocr.reason}")
         return False

@@ -35,7 +35,7 @@ import zlib
 from collections import Counter
 from typing import Any, Final, NamedTuple
 
-from extract_fn.formats.pdf_streams import stored_body, streams, unescape_names
+from extract_fn.formats.pdf_streams import IMAGE_SUBTYPE, stored_body, streams, unescape_names
 
 PDFIUM_MAX_FORM_LEVEL: Final = 40  # pdfium's kMaxFormLevel (cpdf_streamcontentparser.cpp)
 # A stream dictionary's /Subtype: a name (whose "#xx" escapes pdfium reads: /F#6Frm is /Form) or an indirect
@@ -46,7 +46,6 @@ _SCAN_BYTES: Final = 1 << 20  # a form's content read for its drawings in step 1
 # ``/Name Do``: a name's bytes run to a delimiter or white space (ISO 32000-1 7.3.5); "#xx" is an escaped byte.
 _DO: Final = re.compile(rb"/([^\s/\[\]<>(){}%]*)\s*Do\b")
 _SHOWS_TEXT: Final = re.compile(rb"T[jJ]\b|\)\s*['\"]")  # a text-showing operator (can match high, in a string)
-_IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
 _WORK: Final = 2_000_000  # (form, name) steps of step 2 per file; past it, the pages not yet counted are over
 
 
@@ -58,7 +57,7 @@ def forms_may_multiply(data: bytes) -> bool:
     drawing_forms = 0
     appearances = b"/AP" in data
     for _number, head, start in streams(data):
-        if not (_may_be_form(head) or (appearances and not _IMAGE.search(head))):
+        if not (_may_be_form(head) or (appearances and not IMAGE_SUBTYPE.search(head))):
             continue
         content = _form_content(data, head, start)
         if content is None:

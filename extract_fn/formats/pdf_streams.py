@@ -40,7 +40,7 @@ _OBJ_KEYWORD: Final = re.compile(rb"(?:^|[\s>\]])\d+\s+\d+\s+\Z")  # "N G " righ
 _FILTER_ITEM: Final = re.compile(rb"/[^\s/\[\]<>(){}%]*|\d+\s+\d+\s+R")
 _NAME_ESCAPE: Final = re.compile(rb"#([0-9A-Fa-f]{2})")
 _REFERENCE: Final = re.compile(rb"(\d+)\s+(\d+)\s+R")
-_IMAGE: Final = re.compile(rb"/Subtype\s*/Image\b")
+IMAGE_SUBTYPE: Final = re.compile(rb"/Subtype\s*/Image\b")  # an image XObject's dictionary (here and pdf_forms)
 _OBJSTM: Final = re.compile(rb"/Type\s*/ObjStm\b")
 _OBJSTM_BYTES: Final = 16 * 1024 * 1024
 # /Contents N G R, /Contents [refs], /CharProcs << /name N G R ... >>: what they name is parsed as content.
@@ -107,7 +107,7 @@ def check_streams(
     skip_below = min(ratio_floor or max_stream_bytes, max_stream_bytes, 3 * max_text_operators)
     parsed: set[bytes] | None = None  # the objects pdfium parses as content, found on the first image-like stream
     for number, head, start in streams(data):
-        if _IMAGE.search(head) and _WIDTH.search(head):
+        if IMAGE_SUBTYPE.search(head) and _WIDTH.search(head):
             if parsed is None:
                 parsed = _parsed_as_content(data)
             if _object_number(data, start) not in parsed:

@@ -5,3 +5,5 @@ packages carry the English and orientation models), loaded once per worker on th
 the service's OCR settings and keeps the per-file page cap and time budget; ``pdf_pages`` and ``pictures`` are the
 small functions the format modules call.
 """
+
+NOTHING_FOUND = "OCR found no text in this image"  # here, not in ``blocks``: the PDF module compares it unloaded

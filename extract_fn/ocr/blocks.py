@@ -8,10 +8,10 @@ from typing import Any
 
 from PIL import Image
 
-from extract_fn.ocr import engine
+from extract_fn.ocr import NOTHING_FOUND, engine
 from extract_fn.ocr.config import Allowance
 
-NOTHING_FOUND = "OCR found no text in this image"
+__all__ = ["NOTHING_FOUND", "OcrBlock", "OcrOutcome", "ocr_attrs", "read"]
 
 
 @dataclass(frozen=True, slots=True)
